@@ -1,0 +1,48 @@
+"""nox sessions: tests on 3.11/3.12/3.13, lint (ruff), types (mypy)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import nox
+
+nox.options.sessions = ["tests", "lint", "types"]
+nox.options.reuse_existing_virtualenvs = True
+
+PYTHONS = ["3.11", "3.12", "3.13"]
+
+
+def _expose_pyenv_pythons() -> None:
+    """pyenv installs each Python under its root without a `python3.X` on PATH unless it
+    is `pyenv global`; put their bin folders on PATH so nox finds 3.11-3.13."""
+    pyenv = shutil.which("pyenv")
+    if pyenv is None:
+        return
+    root = subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip()
+    bins = sorted(str(p) for p in Path(root, "versions").glob("3.1[1-3]*/bin"))
+    os.environ["PATH"] = os.pathsep.join([*bins, os.environ.get("PATH", "")])
+
+
+_expose_pyenv_pythons()
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """The project's tests, two xdist workers (as CI runs them)."""
+    session.install("-e", ".[dev]")
+    session.run("pytest", "-n", "2", "-q", *session.posargs)
+
+
+@nox.session(python="3.11")
+def lint(session: nox.Session) -> None:
+    session.install("ruff")
+    session.run("ruff", "check", "vfcheck", "vfcheck_chat", "tests", "fixtures", "noxfile.py")
+
+
+@nox.session(python="3.11")
+def types(session: nox.Session) -> None:
+    session.install("-e", ".[dev]")
+    session.run("mypy", "vfcheck")

@@ -1,0 +1,166 @@
+"""`vfcheck run | mock-server` (and the check front end): thin over the library.
+
+Exit codes: 0 done; 1 a failure (an env that does not load, an episode the runner could
+not finish); 2 usage error; 130 interrupted (SIGINT); 143 terminated (SIGTERM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 2, 130, 143
+
+
+class Terminated(Exception):
+    """SIGTERM, turned into an exception so `finally` blocks run and files are closed."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _env_args(pairs: Sequence[str]) -> dict[str, Any]:
+    from vfcheck.offline import parse_env_arg
+
+    return dict(parse_env_arg(p) for p in pairs)
+
+
+def _add_env_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="env config value (dotted into the env config; bare keys go to the "
+                        "taskset), e.g. num_tasks=5; VALUE is JSON when it parses")
+    p.add_argument("--path", action="append", default=[], metavar="DIR",
+                   help="folder holding env modules, put on sys.path and PYTHONPATH")
+    p.add_argument("--harness", choices=("env", "fast"), default="fast",
+                   help="harness tier: the env's own harness, or vfcheck's in-process chat "
+                        "loop where it applies (default: fast)")
+    p.add_argument("--script", type=Path, help="the user's script file (TOML)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the default script (default: the script file's, else 0)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vfcheck", description="Offline conformance kit for verifiers.v1 environments."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="play episodes of an env against the scripted model")
+    run.add_argument("env", help="env id, e.g. echo-v1")
+    run.add_argument("-n", "--num-tasks", type=int, help="tasks to load (needed if infinite)")
+    run.add_argument("-r", "--rollouts", type=int, default=1, help="episodes per task")
+    run.add_argument("-c", "--concurrency", type=int, default=4, help="episodes at once")
+    run.add_argument("--base-url", help="a real OpenAI-compatible endpoint instead of the mock")
+    run.add_argument("--api-key-var", default="OPENAI_API_KEY",
+                     help="env var holding the key for --base-url")
+    run.add_argument("--model", help="model name sent upstream")
+    run.add_argument("--timeout", type=float, default=300.0,
+                     help="deadline per episode, seconds (default 300)")
+    run.add_argument("-o", "--output", type=Path,
+                     help="episodes JSONL (default vfcheck-runs/<env>/episodes.jsonl)")
+    _add_env_options(run)
+
+    mock = sub.add_parser("mock-server", help="serve the scripted model on 127.0.0.1")
+    mock.add_argument("--port", type=int, default=8000)
+    mock.add_argument("--script", type=Path, help="the user's script file (TOML)")
+    mock.add_argument("--seed", type=int, default=None)
+    return parser
+
+
+def _scripted_model(script: Path | None, seed: int | None) -> Any:
+    """The mock's model: the user's script if any (its own seed unless `seed` is given),
+    else the built-in default policy."""
+    from vfcheck.model import ScriptedModel
+    from vfcheck.script import Script
+
+    if script is None:
+        return ScriptedModel(seed=seed or 0)
+    loaded = Script.load(script)
+    return ScriptedModel(loaded.policy(seed), seed=loaded.seed if seed is None else seed)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from vfcheck.report import episode_table
+    from vfcheck.runner import EnvLoadError, EpisodeResult, run_episodes
+    from vfcheck.script import ScriptError
+
+    console = Console(stderr=True)
+    try:
+        env_args = _env_args(args.env_arg)
+        model = None if args.base_url else _scripted_model(args.script, args.seed)
+    except (ValueError, ScriptError) as e:
+        console.print(f"vfcheck: error: {e}")
+        return EXIT_USAGE
+    output = args.output or Path("vfcheck-runs") / args.env / "episodes.jsonl"
+    progress = Progress(
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), console=console, transient=False,
+    )
+    bar = progress.add_task(f"{args.env} (loading)", total=None)
+
+    def started(total: int) -> None:
+        progress.update(bar, total=total, description=args.env)
+
+    def finished(result: EpisodeResult) -> None:
+        progress.advance(bar)
+
+    try:
+        with progress:
+            summary = asyncio.run(run_episodes(
+                args.env, num_tasks=args.num_tasks, rollouts=args.rollouts,
+                concurrency=args.concurrency, harness=args.harness, env_args=env_args,
+                model=model, base_url=args.base_url, timeout=args.timeout, paths=args.path,
+                output=output, on_start=started, on_result=finished,
+            ))
+    except EnvLoadError as e:
+        console.print(f"vfcheck: {e}")
+        return EXIT_FAILED
+    for tier in summary.tiers:
+        console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})")
+    Console().print(episode_table(summary))
+    console.print(f"episodes: {output}")
+    return EXIT_FAILED if any(r.runner_error for r in summary.results) else EXIT_OK
+
+
+def cmd_mock_server(args: argparse.Namespace) -> int:
+    from vfcheck.model import serve_forever
+    from vfcheck.script import ScriptError
+
+    try:
+        model = _scripted_model(args.script, args.seed)
+    except ScriptError as e:
+        print(f"vfcheck: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    serve_forever(model, args.port)
+    return EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "mock-server": cmd_mock_server}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("vfcheck: interrupted", file=sys.stderr)
+        return EXIT_SIGINT
+    except Terminated:
+        print("vfcheck: terminated", file=sys.stderr)
+        return EXIT_SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

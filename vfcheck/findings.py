@@ -1,0 +1,87 @@
+"""Findings: the one data model both front ends report (the JSON report contract).
+
+A finding is a verdict of one check on one task (or on the env as a whole). `failed` means
+the env (or library) broke a contract; `error` means vfcheck could not run the check —
+never a verdict on the env; `expected` marks a baselined library behaviour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Outcome = Literal["passed", "failed", "skipped", "error", "expected"]
+OUTCOMES: tuple[Outcome, ...] = ("passed", "failed", "skipped", "error", "expected")
+BAD_OUTCOMES = frozenset({"failed", "error"})
+
+
+@dataclass(frozen=True)
+class TaskId:
+    index: int
+    key: str
+
+    def label(self) -> str:
+        return f"task {self.index} ({self.key})"
+
+
+@dataclass
+class Finding:
+    check: str
+    """The check id, e.g. `gold` or `lifecycle.order`."""
+    family: str
+    task: TaskId | None
+    outcome: Outcome
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def bad(self) -> bool:
+        return self.outcome in BAD_OUTCOMES
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["task"] = asdict(self.task) if self.task is not None else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Finding:
+        task = data.get("task")
+        return cls(
+            check=data["check"],
+            family=data["family"],
+            task=TaskId(**task) if task else None,
+            outcome=data["outcome"],
+            message=data["message"],
+            details=dict(data.get("details") or {}),
+        )
+
+
+@dataclass
+class EnvReport:
+    """Everything one env run produced: the findings and the context to replay them."""
+
+    id: str
+    harness: str = "fast"
+    sample: list[int] = field(default_factory=list)
+    tasks: list[TaskId] = field(default_factory=list)
+    tiers: list[dict[str, str]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def bad(self) -> bool:
+        return any(f.bad for f in self.findings)
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(OUTCOMES, 0)
+        for f in self.findings:
+            counts[f.outcome] += 1
+        return counts
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "harness": self.harness,
+            "sample": list(self.sample),
+            "tiers": list(self.tiers),
+            "findings": [f.as_dict() for f in self.findings],
+        }

@@ -1,0 +1,334 @@
+"""The minimal in-process runner: real episodes of a real env against the scripted model.
+
+It uses verifiers' own machinery end to end: `resolve_env_config` -> `load_environment` ->
+`async with env.serving()` -> `env.run_slot(slot, ctx, on_trace=...)`. Only the model
+endpoint is mocked (respx intercepts verifiers' upstream `httpx` client in this process),
+unless a real `base_url` is given. Episodes run under bounded concurrency; each finished one
+is handed to `on_result` at once, so a caller can persist it before the next ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from vfcheck.offline import MOCK_API_KEY_VAR, offline_env_config, prepare_process_env
+from vfcheck.recorder import TraceLog, TraceRecorder
+
+HarnessTier = Literal["env", "fast"]
+MOCK_BASE_URL = "http://vfcheck-mock.invalid/v1"
+"""Unresolvable on purpose: only the in-process mock can answer it."""
+MOCK_MODEL = "vfcheck-scripted"
+BUILTIN_CHAT_HARNESSES = frozenset({"null", "bash"})
+"""verifiers' in-house chat loops; a role on one of these has no harness of the env's own."""
+
+
+class EnvLoadError(Exception):
+    """The env could not be loaded: one line saying what and where (the `load` finding)."""
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    index: int
+    key: str
+    hash: str
+
+
+@dataclass(frozen=True)
+class RoleTier:
+    """Which harness a role plays with, and why (the report says so for each role)."""
+
+    role: str
+    tier: HarnessTier
+    harness: str
+    reason: str
+
+
+@dataclass
+class EpisodeResult:
+    """One played episode: verifiers' `Episode`, the notify logs of its traces, and what
+    the runner itself saw (a deadline, a cancel, a crash outside verifiers' boundaries)."""
+
+    task: TaskInfo
+    rollout: int
+    episode: Any | None
+    logs: list[TraceLog] = field(default_factory=list)
+    runner_error: str | None = None
+    duration: float = 0.0
+
+    @property
+    def traces(self) -> list[Any]:
+        if self.episode is not None:
+            return list(self.episode.traces)
+        return [log.trace for log in self.logs]
+
+    @property
+    def ok(self) -> bool:
+        return self.runner_error is None and self.episode is not None and bool(self.episode.ok)
+
+    @property
+    def reward(self) -> float | None:
+        traces = self.traces
+        return float(traces[0].reward) if traces else None
+
+    def errors(self) -> list[str]:
+        """Every error recorded anywhere on the episode, as `Type: message` lines."""
+        found = [f"runner: {self.runner_error}"] if self.runner_error else []
+        if self.episode is not None:
+            found += [f"{e.type}: {e.message}" for e in self.episode.errors]
+        for trace in self.traces:
+            found += [f"{e.type}: {e.message}" for e in trace.errors]
+        return found
+
+    def record(self, env_id: str) -> dict[str, Any]:
+        """The JSON line `vfcheck run` writes: the trace dumps plus the notify logs."""
+        by_id = {log.trace.id: log for log in self.logs}
+        traces = []
+        for trace in self.traces:
+            log = by_id.get(trace.id)
+            traces.append(
+                {
+                    "trace": trace.to_record(),
+                    "notify": [e.as_dict() for e in log.events] if log else [],
+                }
+            )
+        reward = self.reward
+        return {
+            "env": env_id,
+            "task": {"index": self.task.index, "key": self.task.key},
+            "rollout": self.rollout,
+            "ok": self.ok,
+            "reward": reward if reward is None or math.isfinite(reward) else str(reward),
+            "errors": self.errors(),
+            "duration": round(self.duration, 3),
+            "traces": traces,
+        }
+
+
+def role_tiers(env: Any, requested: HarnessTier) -> list[RoleTier]:
+    """Decide the tier per role. `fast` applies to a role whose harness is one of
+    verifiers' chat loops (no harness of the env's own) and whose tasks offer no tools;
+    elsewhere the role keeps the env's harness, and the reason says why."""
+    from vfcheck.fast_harness import HARNESS_ID
+
+    taskset = env.taskset
+    task_cls = type(taskset).task_type()
+    has_tools = bool(task_cls.toolsets(taskset.config.task)) or bool(
+        taskset.toolsets(taskset.config)
+    )
+    tiers = []
+    for role, harness in env.config.agent_harnesses().items():
+        hid = harness.id
+        if requested == "env":
+            tiers.append(RoleTier(role, "env", hid, "requested"))
+        elif hid == HARNESS_ID:
+            tiers.append(RoleTier(role, "fast", hid, "already the fast harness"))
+        elif hid not in BUILTIN_CHAT_HARNESSES:
+            tiers.append(RoleTier(role, "env", hid, f"the env's own harness {hid!r}"))
+        elif has_tools:
+            tiers.append(RoleTier(role, "env", hid, "the tasks offer tools"))
+        else:
+            tiers.append(RoleTier(role, "fast", HARNESS_ID, f"replaces {hid!r}"))
+    return tiers
+
+
+def load_env(
+    env_id: str,
+    env_args: Mapping[str, Any] | None = None,
+    *,
+    harness: HarnessTier = "fast",
+) -> tuple[Any, list[RoleTier]]:
+    """Load `env_id` with verifiers' own loader, offline, and apply the harness tier.
+
+    Raises `EnvLoadError` with one line naming the env and the cause."""
+    import verifiers.v1 as vf
+
+    try:
+        config = offline_env_config(env_id, env_args)
+        env = vf.load_environment(config)
+        tiers = role_tiers(env, harness)
+        pins = {t.role: t.harness for t in tiers if t.tier == "fast"}
+        if pins:
+            config = offline_env_config(env_id, env_args, harness=pins)
+            env = vf.load_environment(config)
+    except Exception as e:  # noqa: BLE001 - any failure to load is the env's load finding
+        raise EnvLoadError(f"env {env_id!r} failed to load: {type(e).__name__}: {e}") from e
+    return env, tiers
+
+
+def load_tasks(env: Any, num_tasks: int | None) -> list[Any]:
+    """The env's tasks in `load()` order; an infinite taskset needs `num_tasks`."""
+    taskset = env.taskset
+    if num_tasks is not None:
+        taskset = taskset.take(num_tasks)
+    elif not taskset.bounded:
+        raise EnvLoadError(
+            f"env {env.config.env_id!r}: {type(env.taskset).__name__} is infinite "
+            "(INFINITE = True); bound it with -n N / --vf-num-tasks N"
+        )
+    return list(taskset)
+
+
+def task_info(task: Any) -> TaskInfo:
+    return TaskInfo(index=task.data.idx, key=str(task.key), hash=task.hash)
+
+
+class EnvRunner:
+    """A loaded env inside `env.serving()`, with the scripted model bound to it.
+
+    Use `async with EnvRunner.open(...) as runner:` then `await runner.play(task)`."""
+
+    def __init__(self, env_id: str, env: Any, tiers: list[RoleTier], model: Any,
+                 ctx: Any) -> None:
+        self.env_id = env_id
+        self.env = env
+        self.tiers = tiers
+        self.model = model
+        self.ctx = ctx
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(
+        cls,
+        env_id: str,
+        *,
+        env_args: Mapping[str, Any] | None = None,
+        harness: HarnessTier = "fast",
+        model: Any | None = None,
+        base_url: str | None = None,
+        api_key_var: str = "OPENAI_API_KEY",
+        model_name: str | None = None,
+        paths: Sequence[str] = (),
+    ) -> AsyncIterator[EnvRunner]:
+        prepare_process_env(paths)
+        import verifiers.v1 as vf
+
+        env, tiers = load_env(env_id, env_args, harness=harness)
+        if base_url is None:
+            if model is None:
+                from vfcheck.model import ScriptedModel
+
+                model = ScriptedModel()
+            scripted = model
+            ctx = vf.ModelContext(
+                model=model_name or MOCK_MODEL,
+                client=vf.EvalClientConfig(base_url=MOCK_BASE_URL, api_key_var=MOCK_API_KEY_VAR),
+            )
+            mock: contextlib.AbstractContextManager[Any] = scripted.mock(MOCK_BASE_URL)
+        else:
+            scripted = None
+            ctx = vf.ModelContext(
+                model=model_name or "gpt-4.1-mini",
+                client=vf.EvalClientConfig(base_url=base_url, api_key_var=api_key_var),
+            )
+            mock = contextlib.nullcontext()
+        with mock:
+            async with env.serving():
+                yield cls(env_id, env, tiers, scripted, ctx)
+
+    async def play(
+        self,
+        task: Any,
+        *,
+        rollout: int = 0,
+        timeout: float | None = None,
+        on_trace: Callable[[Any], None] | None = None,
+    ) -> EpisodeResult:
+        """One episode of `task`. A runner deadline (`timeout`) cancels the episode and is
+        recorded as the runner's error; the traces minted so far stay in `logs`."""
+        from vfcheck.model import TaskRef
+
+        info = task_info(task)
+        ref = TaskRef(index=info.index, key=info.key)
+
+        def minted(trace: Any) -> None:
+            if self.model is not None:
+                self.model.bind(trace.id, ref)
+            if on_trace is not None:
+                on_trace(trace)
+
+        recorder = TraceRecorder(on_mint=minted)
+        result = EpisodeResult(task=info, rollout=rollout, episode=None)
+        start = time.perf_counter()
+        slot = self.env.slots(task, 1)[0]
+        try:
+            result.episode = await asyncio.wait_for(
+                self.env.run_slot(slot, self.ctx, on_trace=recorder.on_trace), timeout
+            )
+        except TimeoutError:
+            result.runner_error = f"episode exceeded the runner's {timeout:g}s deadline"
+        except Exception as e:  # noqa: BLE001 - a crash outside verifiers' boundaries is data
+            result.runner_error = f"{type(e).__name__}: {e}"
+        result.duration = time.perf_counter() - start
+        result.logs = list(recorder.logs.values())
+        return result
+
+
+@dataclass
+class RunSummary:
+    env_id: str
+    tiers: list[RoleTier]
+    tasks: list[TaskInfo]
+    results: list[EpisodeResult]
+    output: Path | None = None
+
+
+async def run_episodes(
+    env_id: str,
+    *,
+    num_tasks: int | None = None,
+    rollouts: int = 1,
+    concurrency: int = 4,
+    harness: HarnessTier = "fast",
+    env_args: Mapping[str, Any] | None = None,
+    model: Any | None = None,
+    base_url: str | None = None,
+    timeout: float | None = 300.0,
+    paths: Sequence[str] = (),
+    output: Path | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_result: Callable[[EpisodeResult], Awaitable[None] | None] | None = None,
+) -> RunSummary:
+    """Play `rollouts` episodes of each of the first `num_tasks` tasks, `concurrency` at
+    a time. With `output`, each episode's JSON line is appended (and flushed) as soon as
+    it finishes, so an interrupted run keeps every finished episode."""
+    async with EnvRunner.open(
+        env_id, env_args=env_args, harness=harness, model=model, base_url=base_url, paths=paths
+    ) as runner:
+        tasks = load_tasks(runner.env, num_tasks)
+        plan = [(task, r) for task in tasks for r in range(rollouts)]
+        if on_start is not None:
+            on_start(len(plan))
+        gate = asyncio.Semaphore(max(1, concurrency))
+        results: list[EpisodeResult] = []
+        sink = None
+        if output is not None:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            sink = output.open("w", encoding="utf-8")
+
+        async def one(task: Any, rollout: int) -> None:
+            async with gate:
+                result = await runner.play(task, rollout=rollout, timeout=timeout)
+            results.append(result)
+            if sink is not None:
+                sink.write(json.dumps(result.record(env_id), default=str) + "\n")
+                sink.flush()
+            if on_result is not None:
+                maybe = on_result(result)
+                if maybe is not None:
+                    await maybe
+
+        try:
+            await asyncio.gather(*(one(task, r) for task, r in plan))
+        finally:
+            if sink is not None:
+                sink.close()
+        results.sort(key=lambda r: (r.task.index, r.rollout))
+        return RunSummary(env_id, runner.tiers, [task_info(t) for t in tasks], results, output)

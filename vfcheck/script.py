@@ -1,0 +1,303 @@
+"""The script file: what a person writes to tell the scripted model how to answer each task.
+
+The pytest plugin and the CLI both read it. It is TOML::
+
+    seed = 0                        # optional: seed of the generated defaults
+
+    [[task]]                        # one table per scripted task
+    key = "echo-tool:0"             # or `index = 0`: exactly one of them
+    [[task.turn]]                   # turn 0 of every session of this task
+    tool = "echo_back"              # a tool call ...
+    arguments = { message = "hello world" }   # ... arguments as a table (default {}), or
+                                    # raw_arguments = "{bad json"  (sent as-is)
+    [[task.turn]]                   # turn 1
+    reply = "<answer>{last_tool_result}</answer>"
+    [[task.turn]]                   # turn 2: a fault
+    fault = "status"                # status | malformed | cut | empty | huge | hang
+    status = 503                    # with "status" only (default 500)
+                                    # `size = N` with "huge" only (default 100000 characters)
+
+    [[default.turn]]                # optional: turns of every task not listed above
+    reply = "hi"
+
+A turn is exactly one of `reply`, `tool` or `fault`. `{last_tool_result}` (content of the
+last tool message) and `{last_user}` (text of the last user message) are replaced in `reply`
+and in the string values of `arguments`, never in `raw_arguments`.
+
+Turn N is the session's Nth model request (a retry after a fault is the next turn). A listed
+task plays its turns, then the built-in default policy (call each env tool once, then answer
+the last tool result or echo the user). An unlisted task plays the `[default]` turns if any,
+then the built-in default policy. `[[task.turn]]` always adds to the last `[[task]]` above
+it, even when a `[[default.turn]]` comes in between (TOML's rule).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
+
+from vfcheck.model import (
+    HUGE_REPLY_CHARS,
+    Fault,
+    ModelRequest,
+    Policy,
+    Reply,
+    TaskRef,
+    default_reply,
+    tool_policy,
+)
+
+__all__ = ["Script", "ScriptError", "ScriptTask", "ScriptTurn", "ScriptTurns"]
+
+_PLACEHOLDERS = ("{last_tool_result}", "{last_user}")
+
+
+class ScriptError(Exception):
+    """A script file that cannot be used; `str()` is one line naming the file and the problem."""
+
+
+class ScriptTurn(BaseModel):
+    """One scripted model turn: a text reply, a tool call, or a fault."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reply: str | None = None
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    raw_arguments: str | None = None
+    fault: Fault | None = None
+    status: int | None = None
+    size: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _one_action(self) -> ScriptTurn:
+        actions = [name for name in ("reply", "tool", "fault") if getattr(self, name) is not None]
+        if not actions:
+            raise ValueError("a turn needs one of `reply`, `tool` or `fault`, got none")
+        if len(actions) > 1:
+            raise ValueError(
+                f"a turn is one of `reply`, `tool` or `fault`, got {' and '.join(actions)}"
+            )
+        if self.tool is None and (self.arguments is not None or self.raw_arguments is not None):
+            raise ValueError("`arguments` and `raw_arguments` go with `tool`")
+        if self.arguments is not None and self.raw_arguments is not None:
+            raise ValueError("give `arguments` or `raw_arguments`, not both")
+        if self.status is not None:
+            if self.fault is not Fault.STATUS:
+                raise ValueError('`status` goes with `fault = "status"`')
+            if not 400 <= self.status <= 599:
+                raise ValueError(f"`status` must be a 4xx or 5xx code, got {self.status}")
+        if self.size is not None and self.fault is not Fault.HUGE:
+            raise ValueError('`size` goes with `fault = "huge"`')
+        return self
+
+    def reply_for(self, request: ModelRequest) -> Reply:
+        """This turn's reply to `request`, placeholders filled in from its messages."""
+        if self.fault is not None:
+            return Reply.fault(
+                self.fault,
+                status=500 if self.status is None else self.status,
+                size=HUGE_REPLY_CHARS if self.size is None else self.size,
+            )
+        if self.tool is not None:
+            if self.raw_arguments is not None:
+                return Reply.tool(self.tool, self.raw_arguments)
+            return Reply.tool(self.tool, _fill_values(self.arguments or {}, request))
+        assert self.reply is not None  # the validator guarantees one action
+        return Reply.text(_fill(self.reply, request))
+
+
+class ScriptTurns(BaseModel):
+    """The `[default]` table: turns for every task the script does not list."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    turn: list[ScriptTurn] = Field(default_factory=list)
+
+
+class ScriptTask(BaseModel):
+    """One `[[task]]`: the task it scripts (by index or key) and its turns."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    index: int | None = Field(default=None, ge=0)
+    key: str | None = None
+    turn: list[ScriptTurn] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> ScriptTask:
+        if self.index is None and self.key is None:
+            raise ValueError("a task needs `index` or `key`, got neither")
+        if self.index is not None and self.key is not None:
+            raise ValueError("a task takes `index` or `key`, not both")
+        return self
+
+
+class Script(BaseModel):
+    """A parsed script file; `policy()` turns it into the scripted model's policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seed: int = 0
+    task: list[ScriptTask] = Field(default_factory=list)
+    default: ScriptTurns | None = None
+
+    @model_validator(mode="after")
+    def _tasks_listed_once(self) -> Script:
+        seen: set[tuple[str, int | str]] = set()
+        for task in self.task:
+            selector = ("key", task.key) if task.key is not None else ("index", task.index or 0)
+            if selector in seen:
+                raise ValueError(f"task {selector[0]} {selector[1]!r} is listed twice")
+            seen.add(selector)
+        return self
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Script:
+        """Read and validate a script file; any problem is a one-line `ScriptError`."""
+        source = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) else str(error)
+            raise ScriptError(f"{source}: cannot read the script: {reason}") from None
+        return cls.from_toml(text, source=source)
+
+    @classmethod
+    def from_toml(cls, text: str, *, source: str = "<script>") -> Script:
+        """Parse script text; `source` names it in error messages."""
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise ScriptError(f"{source}: invalid TOML: {_one_line(str(error))}") from None
+        try:
+            return cls.model_validate(data)
+        except ValidationError as error:
+            raise ScriptError(f"{source}: {_describe(error, data)}") from None
+
+    def turns_for(self, task: TaskRef | None) -> Sequence[ScriptTurn] | None:
+        """The scripted turns of `task`: its own if listed (key first), else `[default]`'s,
+        else None (the built-in default policy answers)."""
+        if task is not None:
+            for listed in self.task:
+                if listed.key is not None and listed.key == task.key:
+                    return listed.turn
+            for listed in self.task:
+                if listed.index is not None and listed.index == task.index:
+                    return listed.turn
+        return self.default.turn if self.default is not None else None
+
+    def policy(self, seed: int | None = None) -> Policy:
+        """The model policy this script describes; `seed` overrides the file's `seed`."""
+        fallback = tool_policy(
+            then=default_reply(self.seed if seed is None else seed),
+            seed=self.seed if seed is None else seed,
+        )
+
+        def scripted(request: ModelRequest) -> Reply | None:
+            turns = self.turns_for(request.task)
+            if turns is not None and request.turn < len(turns):
+                return turns[request.turn].reply_for(request)
+            return fallback(request)
+
+        return scripted
+
+
+def _fill(text: str, request: ModelRequest) -> str:
+    if not any(placeholder in text for placeholder in _PLACEHOLDERS):
+        return text
+    return text.replace("{last_tool_result}", request.last_tool_result or "").replace(
+        "{last_user}", request.last_user_text or ""
+    )
+
+
+def _fill_values(value: Any, request: ModelRequest) -> Any:
+    if isinstance(value, str):
+        return _fill(value, request)
+    if isinstance(value, Mapping):
+        return {key: _fill_values(item, request) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_fill_values(item, request) for item in value]
+    return value
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+_FIELDS_BY_TABLE: dict[str, type[BaseModel]] = {
+    "": Script,
+    "task": ScriptTask,
+    "default": ScriptTurns,
+    "turn": ScriptTurn,
+}
+
+
+def _describe(error: ValidationError, data: Mapping[str, Any]) -> str:
+    """The first validation problem as `where: what`, in the file's own terms."""
+    problems = error.errors()
+    first = problems[0]
+    text = f"{_where(first, data)}: {_what(first)}"
+    if len(problems) > 1:
+        text += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
+    return _one_line(text)
+
+
+def _where(problem: ErrorDetails, data: Mapping[str, Any]) -> str:
+    """`task 1 (key 'x'), turn 2` for loc ("task", 0, "turn", 1, ...): tables count from 1 in
+    file order, as a person reads the `[[...]]` headers; a leaf field is in backticks."""
+    parts: list[str] = []
+    node: Any = data
+    loc = problem["loc"]
+    if problem["type"] == "extra_forbidden":
+        loc = loc[:-1]
+    for step in loc:
+        node = _child(node, step)
+        if isinstance(step, int):
+            label = f"{parts.pop() if parts else 'item'} {step + 1}"
+            if isinstance(node, dict) and ("key" in node or "index" in node):
+                selector = "key" if "key" in node else "index"
+                label += f" ({selector} {node[selector]!r})"
+            parts.append(label)
+        else:
+            parts.append(step if isinstance(node, list | dict) else f"`{step}`")
+    return ", ".join(parts) or "top level"
+
+
+def _child(node: Any, step: int | str) -> Any:
+    if isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+        return node[step]
+    if isinstance(node, dict) and isinstance(step, str):
+        return node.get(step)
+    return None
+
+
+_TABLE_EXPECTED = {
+    "model_type": "expected a table",
+    "model_attributes_type": "expected a table",
+    "dict_type": "expected a table",
+    "list_type": "expected an array of tables ([[...]])",
+}
+
+
+def _what(problem: ErrorDetails) -> str:
+    kind = problem["type"]
+    if kind == "extra_forbidden":
+        name = problem["loc"][-1]
+        table = next((step for step in reversed(problem["loc"][:-1]) if isinstance(step, str)), "")
+        allowed = (
+            ", ".join(_FIELDS_BY_TABLE[table].model_fields) if table in _FIELDS_BY_TABLE else ""
+        )
+        return f"unknown field `{name}`" + (f" (allowed: {allowed})" if allowed else "")
+    if kind == "value_error":  # our own validators: already say what was found
+        return problem["msg"].removeprefix("Value error, ")
+    message = _TABLE_EXPECTED.get(kind, problem["msg"])
+    if kind == "missing":
+        return message
+    return f"{message}, got {problem['input']!r}"
