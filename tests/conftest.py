@@ -1,0 +1,38 @@
+"""Shared test fixtures: where the fixture envs live, verifiers' own fixture envs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def verifiers_fixtures() -> Path:
+    """verifiers' own v1 fixture envs (echo-v1, echo-tool-v1, ...) from its sdist:
+    `$VFCHECK_VERIFIERS_FIXTURES`, else fetched once by `scripts/verifiers-fixtures`."""
+    found = os.environ.get("VFCHECK_VERIFIERS_FIXTURES")
+    if not found:
+        done = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "verifiers-fixtures"), str(ROOT / ".vf-fixtures"),
+             sys.executable],
+            capture_output=True, text=True, timeout=300,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"verifiers' sdist fixtures unavailable: {done.stderr.strip()[-300:]}")
+        found = done.stdout.strip().splitlines()[-1]
+    path = Path(found)
+    if not (path / "echo_v1.py").exists():
+        pytest.skip(f"no echo_v1.py in {path}")
+    return path
