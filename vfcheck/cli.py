@@ -98,7 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         env_args = _env_args(args.env_arg)
         model = None if args.base_url else _scripted_model(args.script, args.seed)
     except (ValueError, ScriptError) as e:
-        console.print(f"vfcheck: error: {e}")
+        print(f"vfcheck: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     output = args.output or Path("vfcheck-runs") / args.env / "episodes.jsonl"
     progress = Progress(
@@ -122,7 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 output=output, on_start=started, on_result=finished,
             ))
     except EnvLoadError as e:
-        console.print(f"vfcheck: {e}")
+        print(f"vfcheck: {e}", file=sys.stderr)  # one line, never wrapped
         return EXIT_FAILED
     for tier in summary.tiers:
         console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})")

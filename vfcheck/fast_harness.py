@@ -48,7 +48,7 @@ class FastChatHarness(vf.Harness[FastChatConfig]):
     EXECUTES_CODE = False
     NEEDS_CONTAINER = False
 
-    async def launch(  # type: ignore[override]
+    async def launch(
         self,
         ctx: Any,
         trace: Any,

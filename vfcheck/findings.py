@@ -72,7 +72,7 @@ class EnvReport:
         return any(f.bad for f in self.findings)
 
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(OUTCOMES, 0)
+        counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
         for f in self.findings:
             counts[f.outcome] += 1
         return counts

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ def uv_bin_dir() -> Path | None:
         return None
 
 
-def prepare_process_env(extra_paths: list[str] | tuple[str, ...] = ()) -> None:
+def prepare_process_env(extra_paths: Sequence[str] = ()) -> None:
     """Set the offline flags, put uv on PATH, and put `extra_paths` (env folders) on
     both `sys.path` and `PYTHONPATH` (harness programs and tool servers are other
     processes that import the env module too). Idempotent."""

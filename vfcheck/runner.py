@@ -158,7 +158,7 @@ def load_env(
         if pins:
             config = offline_env_config(env_id, env_args, harness=pins)
             env = vf.load_environment(config)
-    except Exception as e:  # noqa: BLE001 - any failure to load is the env's load finding
+    except Exception as e:
         raise EnvLoadError(f"env {env_id!r} failed to load: {type(e).__name__}: {e}") from e
     return env, tiers
 
