@@ -66,6 +66,22 @@ def build_parser() -> argparse.ArgumentParser:
                      help="episodes JSONL (default vfcheck-runs/<env>/episodes.jsonl)")
     _add_env_options(run)
 
+    check = sub.add_parser(
+        "check", help="run the conformance checks on envs (CI-grade exit codes)")
+    check.add_argument("envs", nargs="*", metavar="ENV", help="env ids")
+    check.add_argument("--from-validate", type=Path, metavar="RUN_DIR",
+                       help="grade an existing vf-validate run directory instead")
+    check.add_argument("-n", "--num-tasks", type=int, help="tasks to load (needed if infinite)")
+    check.add_argument("--checks", help="families to run, comma-separated (exact names)")
+    check.add_argument("--sample", type=int, help="tasks sampled by the episode families (3)")
+    check.add_argument("--timeout", type=float, help="timeout per check, seconds (60)")
+    check.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report")
+    check.add_argument("--junit-xml", type=Path, metavar="FILE", help="write JUnit XML")
+    _add_env_options(check)
+    check.set_defaults(harness=None)
+
+    sub.add_parser("list-checks", help="print the check catalogue")
+
     mock = sub.add_parser("mock-server", help="serve the scripted model on 127.0.0.1")
     mock.add_argument("--port", type=int, default=8000)
     mock.add_argument("--script", type=Path, help="the user's script file (TOML)")
@@ -144,7 +160,149 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "mock-server": cmd_mock_server}
+def check_options(args: argparse.Namespace) -> Any:
+    """`[tool.vfcheck]` of the nearest pyproject.toml, overridden by the command line."""
+    from vfcheck.options import CheckOptions, pyproject_settings
+
+    settings = pyproject_settings(Path.cwd())
+    options = CheckOptions.from_dict(settings)
+    if args.env_arg:
+        options.env_args = {**options.env_args, **_env_args(args.env_arg)}
+    if args.path:
+        options.paths = [*args.path, *options.paths]
+    if settings.get("checks") and not options.families:
+        options.families = [str(c) for c in settings["checks"]]
+    for name, attr in (("num_tasks", "num_tasks"), ("sample", "sample"),
+                       ("timeout", "timeout"), ("harness", "harness"), ("seed", "seed")):
+        value = getattr(args, name)
+        if value is not None:
+            setattr(options, attr, value)
+    if args.script is not None:
+        options.script = str(args.script)
+    if args.checks:
+        options.families = [c.strip() for c in args.checks.split(",") if c.strip()]
+    from vfcheck.checks import select
+
+    select(options.families)  # unknown family names are a usage error
+    if options.script:
+        from vfcheck.script import Script
+
+        Script.load(Path(options.script))  # a broken script is a usage error, up front
+    return options
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import importlib.metadata
+    import tempfile
+
+    from rich.console import Console
+
+    from vfcheck.findings import EnvReport
+    from vfcheck.script import ScriptError
+    from vfcheck.supervisor import EnvCheck
+
+    console = Console()
+    if args.from_validate is not None:
+        from vfcheck.from_validate import RunDirError, grade
+
+        try:
+            graded = [grade(args.from_validate)]
+        except RunDirError as e:
+            print(f"vfcheck: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        return _conclude(console, graded, args, seed=None, verifiers=None)
+    if not args.envs:
+        print("vfcheck: error: name at least one env (or --from-validate RUN_DIR)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        options = check_options(args)
+    except (ValueError, ScriptError) as e:
+        print(f"vfcheck: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    verifiers = importlib.metadata.version("verifiers")
+    console.print(
+        f"vfcheck {_version()} · verifiers {verifiers} · envs {', '.join(args.envs)} · "
+        f"harness {options.harness} · seed {options.seed if options.seed is not None else 0}"
+    )
+    run_dir = Path(tempfile.mkdtemp(prefix="vfcheck-check-"))
+    checks = [EnvCheck(env, options, run_dir) for env in args.envs]
+    reports: list[EnvReport] = []
+    try:
+        for check in checks:
+            check.start()
+        for check in checks:
+            _follow(console, check)
+            reports.append(check.report())
+    except (KeyboardInterrupt, Terminated):
+        for check in checks:
+            check.stop()
+        reports = [check.report() for check in checks]
+        _conclude(console, reports, args, seed=options.seed, verifiers=verifiers)
+        raise
+    return _conclude(console, reports, args, seed=options.seed, verifiers=verifiers)
+
+
+def _follow(console: Any, check: Any) -> None:
+    """Print each finding of `check` as it arrives, one line, until the run is final."""
+    shown: set[Any] = set()
+    style = {"passed": "green", "failed": "red", "error": "magenta", "skipped": "yellow"}
+    while True:
+        check.log.poll()
+        for unit, finding in list(check.log.findings.items()):
+            if unit not in shown:
+                shown.add(unit)
+                where = "" if finding.task is None else f"[{finding.task.index}]"
+                console.print(f"  {check.env_id} {finding.check}{where} "
+                              f"[{style.get(finding.outcome, 'white')}]{finding.outcome}[/]",
+                              highlight=False)
+        if check.log.final:
+            return
+        check.join(timeout=0.2)
+
+
+def _conclude(console: Any, reports: list[Any], args: argparse.Namespace, *,
+              seed: int | None, verifiers: str | None) -> int:
+    from vfcheck.report import failure_text, findings_table, json_report, write_json, write_junit
+
+    for report in reports:
+        console.print(findings_table(report))
+        for text in failure_text(report):
+            console.print(text, highlight=False, markup=False)
+    if args.json is not None:
+        write_json(args.json, json_report(reports, verifiers=verifiers, seed=seed))
+    if args.junit_xml is not None:
+        write_junit(args.junit_xml, reports)
+    bad = any(report.bad for report in reports)
+    if bad:
+        failing = [f for r in reports for f in r.findings if f.bad]
+        console.print(f"[bold red]{len(failing)} finding(s) failed or errored[/]")
+    return EXIT_FAILED if bad else EXIT_OK
+
+
+def _version() -> str:
+    from vfcheck import __version__
+
+    return __version__
+
+
+def cmd_list_checks(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from vfcheck.checks import CATALOGUE
+
+    table = Table(title="vfcheck checks")
+    for column in ("family", "id", "per", "fails when", "why it matters"):
+        table.add_column(column, overflow="fold")
+    for spec in CATALOGUE:
+        table.add_row(spec.family, spec.id, spec.scope, spec.fails_when, spec.why)
+    Console().print(table)
+    return EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "check": cmd_check, "list-checks": cmd_list_checks,
+            "mock-server": cmd_mock_server}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

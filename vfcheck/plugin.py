@@ -1,24 +1,46 @@
 """The pytest plugin (entry point `vfcheck`, so `-p no:vfcheck` turns it off).
 
 It stays thin and cheap: registering options imports nothing of verifiers, openai, respx
-or rich. Only a `--vf-*` option that asks for work loads the rest.
+or rich. Only `--vf-env` loads the front end (`vfcheck.pytest_session`), which still never
+imports verifiers: env code runs in supervised worker processes.
 """
 
 from __future__ import annotations
 
 import pytest
 
+SESSION_PLUGIN = "vfcheck-session"
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("vfcheck", "verifiers env conformance (vfcheck)")
-    group.addoption("--vf-env", action="append", default=[], metavar="ID",
-                    help="check this verifiers env (repeatable)")
-    group.addoption("--vf-path", action="append", default=[], metavar="DIR",
-                    help="folder holding env modules, put on sys.path and PYTHONPATH")
-    group.addoption("--vf-env-arg", action="append", default=[], metavar="KEY=VALUE",
-                    help="env config value, e.g. num_tasks=5")
-    group.addoption("--vf-harness", choices=("env", "fast"), default=None,
-                    help="harness tier (default: fast)")
-    group.addoption("--vf-script", default=None, metavar="FILE",
-                    help="the user's script file (TOML)")
-    group.addoption("--vf-seed", type=int, default=None, help="seed of the default script")
+    add = group.addoption
+    add("--vf-env", action="append", default=[], metavar="ID",
+        help="check this verifiers env (repeatable)")
+    add("--vf-env-arg", action="append", default=[], metavar="KEY=VALUE",
+        help="env config value, e.g. num_tasks=5 (dotted keys address the env config)")
+    add("--vf-path", action="append", default=[], metavar="DIR",
+        help="folder holding env modules, put on sys.path and PYTHONPATH")
+    add("--vf-num-tasks", type=int, default=None, metavar="N",
+        help="tasks to load (needed for an infinite taskset)")
+    add("--vf-checks", default=None, metavar="A,B", help="families to run (exact names)")
+    add("--vf-sample", type=int, default=None, metavar="K",
+        help="tasks sampled by the episode families (default 3)")
+    add("--vf-timeout", type=float, default=None, metavar="S",
+        help="timeout per check, seconds (default 60)")
+    add("--vf-harness", choices=("env", "fast"), default=None,
+        help="harness tier (default: fast)")
+    add("--vf-script", default=None, metavar="FILE", help="the user's script file (TOML)")
+    add("--vf-seed", type=int, default=None, help="seed of the default script")
+    add("--vf-json", default=None, metavar="FILE", help="write the JSON report")
+    add("--vf-only", action="append", default=[], metavar="ITEM",
+        help="run only these items, e.g. 'gold[1]' or 'lifecycle' (repeatable)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "vfcheck(family): an item made by vfcheck")
+    if not config.getoption("vf_env"):
+        return
+    from vfcheck.pytest_session import VfcheckSession
+
+    config.pluginmanager.register(VfcheckSession(config), SESSION_PLUGIN)

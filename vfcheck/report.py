@@ -1,10 +1,15 @@
-"""What a person reads: rich tables of episodes (and, later, of findings)."""
+"""What a person and a CI read: rich tables, the JSON report, JUnit XML."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
+
+from vfcheck.findings import EnvReport, Finding
 
 if TYPE_CHECKING:
     from vfcheck.runner import RunSummary
@@ -35,3 +40,78 @@ def episode_table(summary: RunSummary) -> Table:
             style="red" if errors else None,
         )
     return table
+
+
+def node_name(finding: Finding) -> str:
+    """`gold[1]` for a task's finding, `load` for the env's: the pytest item name too."""
+    return finding.check if finding.task is None else f"{finding.check}[{finding.task.index}]"
+
+
+OUTCOME_STYLE = {"passed": "green", "failed": "bold red", "error": "bold magenta",
+                 "skipped": "yellow", "expected": "cyan"}
+
+
+def short_message(finding: Finding) -> str:
+    """The message without its `env '...', task ... :` prefix (the table has columns for it)."""
+    first = finding.message.splitlines()[0]
+    if first.startswith("env '") and ": " in first:
+        first = first.split(": ", 1)[1]
+    return first
+
+
+def findings_table(env: EnvReport) -> Table:
+    counts = ", ".join(f"{n} {k}" for k, n in env.counts().items() if n)
+    table = Table(title=f"{env.id}: {counts or 'no findings'}", title_justify="left")
+    for column in ("check", "task", "outcome", "message"):
+        table.add_column(column, overflow="fold")
+    for f in env.findings:
+        task = "-" if f.task is None else f"{f.task.index} {_cell(f.task.key, 24)}"
+        table.add_row(f.check, task, f"[{OUTCOME_STYLE[f.outcome]}]{f.outcome}[/]",
+                      _cell(short_message(f), 90))
+    return table
+
+
+def failure_text(env: EnvReport) -> list[str]:
+    """The whole message of every failed or errored finding, for below the table."""
+    return [f"{node_name(f)} {f.outcome.upper()}: {f.message}" for f in env.findings if f.bad]
+
+
+def json_report(
+    envs: list[EnvReport], *, verifiers: str | None, seed: int | None
+) -> dict[str, Any]:
+    from vfcheck import __version__
+
+    return {"vfcheck": __version__, "verifiers": verifiers, "seed": seed,
+            "envs": [env.as_dict() for env in envs]}
+
+
+def write_json(path: Path, report: dict[str, Any]) -> None:
+    """Write atomically: an interrupted write never leaves half a report behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    tmp.replace(path)
+
+
+def write_junit(path: Path, envs: list[EnvReport]) -> None:
+    """JUnit XML for CI UIs: a testsuite per env, a testcase per finding."""
+    root = ET.Element("testsuites", name="vfcheck")
+    for env in envs:
+        counts = env.counts()
+        suite = ET.SubElement(
+            root, "testsuite", name=env.id, tests=str(len(env.findings)),
+            failures=str(counts["failed"]), errors=str(counts["error"]),
+            skipped=str(counts["skipped"]),
+        )
+        for f in env.findings:
+            case = ET.SubElement(suite, "testcase", classname=env.id, name=node_name(f))
+            if f.outcome == "failed":
+                ET.SubElement(case, "failure", message=f.message.splitlines()[0]).text = f.message
+            elif f.outcome == "error":
+                ET.SubElement(case, "error", message=f.message.splitlines()[0]).text = f.message
+            elif f.outcome == "skipped":
+                ET.SubElement(case, "skipped", message=f.message)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
+    tmp.replace(path)

@@ -159,8 +159,33 @@ def load_env(
             config = offline_env_config(env_id, env_args, harness=pins)
             env = vf.load_environment(config)
     except Exception as e:
-        raise EnvLoadError(f"env {env_id!r} failed to load: {type(e).__name__}: {e}") from e
+        raise EnvLoadError(f"env {env_id!r} failed to load: {load_error_cause(e)}") from e
     return env, tiers
+
+
+def load_error_cause(error: BaseException) -> str:
+    """One line saying why a load failed, from verifiers' wrapped exceptions.
+
+    verifiers reports a module whose own import fails ("No module named 'dep'") as the
+    taskset "not found" (`utils/loaders.py:_import_plugin` catches ModuleNotFoundError), and
+    an export error surfaces wrapped in a pydantic ValidationError of the env config."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = error
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    missing = [e for e in chain[1:] if isinstance(e, ModuleNotFoundError)]
+    if isinstance(error, ModuleNotFoundError) and missing:
+        inner = missing[-1]
+        target = str(error).split("tried to import ", 1)[-1].split(")", 1)[0].strip("'")
+        if inner.name and inner.name != target:
+            return (f"its module {target!r} was found but failed to import: "
+                    f"ModuleNotFoundError: No module named {inner.name!r}")
+    errors = getattr(error, "errors", None)
+    if callable(errors) and type(error).__name__ == "ValidationError":
+        messages = [str(e.get("msg", "")).removeprefix("Value error, ") for e in errors()]
+        return " ".join(" ".join(messages).split())
+    return " ".join(f"{type(error).__name__}: {error}".split())
 
 
 def load_tasks(env: Any, num_tasks: int | None) -> list[Any]:
@@ -206,32 +231,38 @@ class EnvRunner:
         api_key_var: str = "OPENAI_API_KEY",
         model_name: str | None = None,
         paths: Sequence[str] = (),
+        loaded: tuple[Any, list[RoleTier]] | None = None,
+        start_mock: bool = True,
     ) -> AsyncIterator[EnvRunner]:
+        """Load `env_id` (or take the `loaded` env and tiers), route its model calls to
+        `model` (a `ScriptedModel`; a default one if None) or to a real `base_url`, and
+        hold `env.serving()` open. `start_mock=False` when another runner of the same
+        process already intercepts for this model (respx patches process-wide)."""
         prepare_process_env(paths)
         import verifiers.v1 as vf
 
-        env, tiers = load_env(env_id, env_args, harness=harness)
+        env, tiers = loaded if loaded is not None else load_env(env_id, env_args, harness=harness)
+        mock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         if base_url is None:
             if model is None:
                 from vfcheck.model import ScriptedModel
 
                 model = ScriptedModel()
-            scripted = model
             ctx = vf.ModelContext(
                 model=model_name or MOCK_MODEL,
                 client=vf.EvalClientConfig(base_url=MOCK_BASE_URL, api_key_var=MOCK_API_KEY_VAR),
             )
-            mock: contextlib.AbstractContextManager[Any] = scripted.mock(MOCK_BASE_URL)
+            if start_mock:
+                mock = model.mock(MOCK_BASE_URL)
         else:
-            scripted = None
+            model = None
             ctx = vf.ModelContext(
                 model=model_name or "gpt-4.1-mini",
                 client=vf.EvalClientConfig(base_url=base_url, api_key_var=api_key_var),
             )
-            mock = contextlib.nullcontext()
         with mock:
             async with env.serving():
-                yield cls(env_id, env, tiers, scripted, ctx)
+                yield cls(env_id, env, tiers, model, ctx)
 
     async def play(
         self,

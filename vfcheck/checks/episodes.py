@@ -1,0 +1,332 @@
+"""The episode-playing families: `episode`, `lifecycle`, `preview`, `robustness`,
+`determinism.replay`. They run on a sample of tasks, against the scripted model.
+
+One `EpisodeLab` holds the env runner(s) and a policy router: each episode the lab plays
+gets its own policy (the default script, or a fault), assigned to its trace id at mint
+(`on_trace` fires before the first model request), so fault episodes run concurrently with
+happy ones on the same mock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from vfcheck.checks import BY_ID
+from vfcheck.findings import Finding, Outcome, TaskId
+
+ENV_CODE_ERRORS = frozenset({"TaskError", "EnvError", "ToolsetError"})
+"""Errors verifiers records at the boundaries of env-authored code (`verifiers/v1/errors.py`)."""
+AGENT_TIMEOUT = 2.0
+"""The agent deadline of the `preview` hang scenario, seconds."""
+HARNESS_BUILTINS = frozenset({"bash", "edit", "search"})
+
+
+@dataclass
+class PolicyRouter:
+    """The mock's policy: per trace id an assigned policy, else `base`."""
+
+    base: Callable[[Any], Any] | None = None
+    assigned: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
+
+    def __call__(self, request: Any) -> Any:
+        policy = self.assigned.get(request.session_id or "", self.base)
+        return None if policy is None else policy(request)
+
+
+def task_id(task: Any) -> TaskId:
+    return TaskId(index=task.data.idx, key=str(task.key))
+
+
+def where(env_id: str, task: Any) -> str:
+    return f"env {env_id!r}, {task_id(task).label()}"
+
+
+def non_finite(trace: Any) -> list[str]:
+    """Names of rewards and metrics whose value is not a finite number."""
+    bad = []
+    for name, reward in trace.rewards.items():
+        if reward is not None and not math.isfinite(reward.score):
+            bad.append(f"reward {name}={reward.score}")
+    for name, value in trace.metrics.items():
+        if value is not None and not math.isfinite(value):
+            bad.append(f"metric {name}={value}")
+    return bad
+
+
+def env_code_errors(result: Any) -> list[str]:
+    found = []
+    for trace in result.traces:
+        found += [f"{e.type}: {e.message}" for e in trace.errors if e.type in ENV_CODE_ERRORS]
+    if result.episode is not None:
+        found += [f"{e.type}: {e.message}" for e in result.episode.errors]
+    return found
+
+
+def round_trip_problem(trace: Any) -> str | None:
+    """Why the trace does not survive `to_record()` -> JSON -> `WireTrace` -> record.
+
+    `WireTrace` is verifiers' reader for consumers without the run's packages (a trainer);
+    a bare `Trace` drops task-specific data fields by design (`verifiers/v1/trace.py`)."""
+    import verifiers.v1 as vf
+
+    reader = getattr(vf, "WireTrace", type(trace))
+    try:
+        record = trace.to_record()
+        text = json.dumps(record, allow_nan=False)
+        again = reader.model_validate(json.loads(text)).to_record()
+    except Exception as e:  # noqa: BLE001 - any failure is the observation
+        return f"{type(e).__name__}: {e}"
+    if again != record:
+        changed = sorted(k for k in record if record.get(k) != again.get(k))
+        return f"fields changed by the round trip: {', '.join(changed)}"
+    return None
+
+
+def _finding(check: str, env_id: str, task: Any, outcome: Outcome, observed: str,
+             **details: Any) -> Finding:
+    spec = BY_ID[check]
+    if outcome == "failed":
+        message = f"{where(env_id, task)}: {check} failed — {observed}. Contract: {spec.contract}."
+    else:
+        message = f"{where(env_id, task)}: {observed}"
+    return Finding(check, spec.family, task_id(task), outcome, message, details)
+
+
+def episode_finding(env_id: str, task: Any, result: Any) -> Finding:
+    problems = []
+    if result.runner_error:
+        problems.append(f"the runner could not finish the episode ({result.runner_error})")
+    problems += [f"it recorded {e}" for e in result.errors() if not e.startswith("runner:")]
+    for trace in result.traces:
+        problems += [f"{item} is not finite" for item in non_finite(trace)]
+        if (why := round_trip_problem(trace)) is not None:
+            problems.append(f"the trace does not survive a JSON round trip ({why})")
+    details = {"episode": result.record(env_id)}
+    if problems:
+        return _finding("episode", env_id, task, "failed", "; ".join(problems), **details)
+    rewards = ", ".join(f"{t.reward:g}" for t in result.traces)
+    return _finding("episode", env_id, task, "passed", f"episode ok (reward {rewards})", **details)
+
+
+def lifecycle_finding(env_id: str, task: Any, result: Any) -> Finding:
+    from vfcheck.checks.lifecycle import describe_log, lifecycle_violations
+
+    violations = []
+    logs = []
+    for log in result.logs:
+        for v in lifecycle_violations(log.events, log.trace):
+            violations.append(v)
+        logs.append(describe_log(log.events))
+    details = {
+        "violations": [{"rule": v.rule, "message": v.message, "event": v.event}
+                       for v in violations],
+        "notify_log": logs,
+    }
+    if result.runner_error and not result.logs:
+        return _finding("lifecycle", env_id, task, "failed",
+                        f"no trace was minted ({result.runner_error})", **details)
+    if violations:
+        first = violations[0]
+        observed = f"[{first.rule}] {first.message}" + (
+            f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
+        )
+        return _finding("lifecycle", env_id, task, "failed",
+                        observed + "\nnotify log:\n" + "\n".join(logs), **details)
+    return _finding("lifecycle", env_id, task, "passed",
+                    f"{sum(len(log.events) for log in result.logs)} notifies in order", **details)
+
+
+class EpisodeLab:
+    """Plays the sample's episodes: happy ones (memoised: `episode`, `lifecycle` and
+    `determinism.replay` share the first play), fault ones, and cancelled ones."""
+
+    def __init__(self, env_id: str, runner: Any, router: PolicyRouter,
+                 open_timeout_runner: Callable[[], Any], timeout: float) -> None:
+        self.env_id = env_id
+        self.runner = runner
+        self.router = router
+        self._open_timeout_runner = open_timeout_runner
+        self._timeout_runner: Any = None
+        self._timeout_lock = asyncio.Lock()
+        self.timeout = timeout
+        self._plays: dict[int, asyncio.Future[Any]] = {}
+
+    async def play(self, task: Any, policy: Callable[[Any], Any] | None = None,
+                   runner: Any = None) -> Any:
+        def assign(trace: Any) -> None:
+            if policy is not None:
+                self.router.assigned[trace.id] = policy
+
+        runner = runner or self.runner
+        return await runner.play(task, timeout=self.timeout, on_trace=assign)
+
+    async def first_play(self, task: Any) -> Any:
+        index = task.data.idx
+        if index not in self._plays:
+            self._plays[index] = asyncio.ensure_future(self.play(task))
+        return await asyncio.shield(self._plays[index])
+
+    async def timeout_runner(self) -> Any:
+        async with self._timeout_lock:
+            if self._timeout_runner is None:
+                self._timeout_runner = await self._open_timeout_runner()
+        return self._timeout_runner
+
+    # -- families
+
+    async def episode(self, task: Any) -> Finding:
+        return episode_finding(self.env_id, task, await self.first_play(task))
+
+    async def lifecycle(self, task: Any) -> Finding:
+        return lifecycle_finding(self.env_id, task, await self.first_play(task))
+
+    async def replay(self, task: Any) -> Finding:
+        from vfcheck.normalize import normalize_trace, trace_diff
+
+        first = await self.first_play(task)
+        second = await self.play(task)
+
+        def view(result: Any) -> list[dict[str, Any]]:
+            by_id = {log.trace.id: log for log in result.logs}
+            views = []
+            for t in result.traces:
+                log = by_id.get(t.id)
+                views.append(normalize_trace(
+                    t.to_record(), [e.as_dict() for e in log.events] if log else None))
+            return views
+
+        a, b = view(first), view(second)
+        if len(a) != len(b):
+            return _finding("determinism.replay", self.env_id, task, "failed",
+                            f"the two plays minted {len(a)} and {len(b)} trace(s)")
+        diff = [line for x, y in zip(a, b, strict=True) for line in trace_diff(x, y)]
+        if diff:
+            return _finding(
+                "determinism.replay", self.env_id, task, "failed",
+                "two plays against the same script differ after normalisation: "
+                + "; ".join(diff[:5]) + (f" (+{len(diff) - 5} more)" if len(diff) > 5 else ""),
+                diff=diff,
+            )
+        return _finding("determinism.replay", self.env_id, task, "passed",
+                        "two plays normalise identically")
+
+    async def preview(self, task: Any) -> Finding:
+        from vfcheck.model import Reply, fixed
+
+        problems: list[str] = []
+        scenarios: dict[str, Any] = {}
+        # 1. an upstream 500 on every request
+        failed = await self.play(task, fixed(Reply.fault("status", status=500)))
+        calls = [c for t in failed.traces for c in t.calls]
+        errored = [c for c in calls if c.error is not None]
+        pending = sum(len(t.pending) for t in failed.traces)
+        scenarios["upstream_500"] = {"calls": len(calls), "errored_calls": len(errored),
+                                     "pending": pending}
+        if failed.runner_error:
+            problems.append(f"after an upstream 500 the runner failed ({failed.runner_error})")
+        if not errored:
+            problems.append(f"after an upstream 500 no failed call is recorded ({len(calls)} "
+                            "call(s) on the trace)")
+        if pending:
+            problems.append(f"after an upstream 500, {pending} previewed message(s) remain "
+                            "(trace.pending)")
+        # 2. a hang ended by the agent timeout
+        hung = await self.play(task, fixed(Reply.fault("hang")), await self.timeout_runner())
+        stops = [t.stop_condition for t in hung.traces]
+        pending = sum(len(t.pending) for t in hung.traces)
+        scenarios["hang_agent_timeout"] = {"stops": stops, "pending": pending,
+                                           "runner_error": hung.runner_error}
+        if hung.runner_error:
+            problems.append(f"a hang was not ended by the agent timeout ({hung.runner_error})")
+        elif not any(s == "agent_timeout" for s in stops):
+            problems.append(f"after a hang the stop is {stops}, not the agent timeout")
+        if pending:
+            problems.append(f"after a hang ended by the agent timeout, {pending} previewed "
+                            "message(s) remain (trace.pending)")
+        # 3. the caller cancels mid-request
+        cancelled, seen_preview = await self.cancel_mid_request(task)
+        pending = sum(len(t.pending) for t in cancelled)
+        scenarios["cancel"] = {"traces": len(cancelled), "saw_preview": seen_preview,
+                               "pending": pending}
+        if not seen_preview:
+            problems.append("no request was previewed before the cancel (the harness made no "
+                            f"model request within {self.timeout:g}s)")
+        if pending:
+            problems.append(f"after a cancel mid-request, {pending} previewed message(s) "
+                            "remain (trace.pending)")
+        if problems:
+            return _finding("preview", self.env_id, task, "failed", "; ".join(problems),
+                            scenarios=scenarios)
+        return _finding("preview", self.env_id, task, "passed",
+                        "no preview left after a 500, a timeout and a cancel",
+                        scenarios=scenarios)
+
+    async def cancel_mid_request(self, task: Any) -> tuple[list[Any], bool]:
+        """Play with a hanging model, cancel once a request is previewed; the traces."""
+        from vfcheck.model import Reply, fixed
+
+        traces: list[Any] = []
+        hang = fixed(Reply.fault("hang"))
+
+        def minted(trace: Any) -> None:
+            self.router.assigned[trace.id] = hang
+            traces.append(trace)
+
+        play = asyncio.ensure_future(self.runner.play(task, timeout=None, on_trace=minted))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        seen = False
+        while loop.time() < deadline and not play.done():
+            if any(t.pending for t in traces):
+                seen = True
+                break
+            await asyncio.sleep(0.02)
+        play.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await play
+        await asyncio.sleep(0)  # let cancellation callbacks run
+        return traces, seen
+
+    async def robustness(self, task: Any) -> Finding:
+        from vfcheck.model import Reply, fixed
+
+        def bad_tool_call(request: Any) -> Any:
+            if request.turn > 0:
+                return None
+            offered = [t.get("function", {}).get("name") for t in request.tools]
+            names = [n for n in offered if n and n not in HARNESS_BUILTINS]
+            return Reply.tool(names[0] if names else "vfcheck_probe", "{bad json")
+
+        faults: dict[str, Callable[[Any], Any]] = {
+            "empty reply": fixed(Reply.fault("empty")),
+            "whitespace reply": fixed(Reply.text(" \n\t ")),
+            "100 kB reply": fixed(Reply.fault("huge")),
+            "malformed body": fixed(Reply.fault("malformed")),
+            "cut stream": fixed(Reply.fault("cut")),
+            "invalid tool-call JSON": bad_tool_call,
+        }
+        names = list(faults)
+        results = await asyncio.gather(*(self.play(task, faults[n]) for n in names))
+        problems = []
+        observed: dict[str, Any] = {}
+        for name, result in zip(names, results, strict=True):
+            found = env_code_errors(result)
+            found += [f"{x} is not finite" for t in result.traces for x in non_finite(t)]
+            if result.runner_error:
+                found.append(f"the runner failed: {result.runner_error}")
+            observed[name] = {"errors": result.errors(), "rewards": [
+                t.reward for t in result.traces]}
+            if found:
+                problems.append(f"{name}: {found[0]}")
+        if problems:
+            return _finding("robustness", self.env_id, task, "failed",
+                            "env code broke on " + "; ".join(problems), faults=observed)
+        return _finding("robustness", self.env_id, task, "passed",
+                        f"env code survived {len(names)} kinds of bad model output",
+                        faults=observed)

@@ -1,0 +1,159 @@
+"""`load` and `determinism.load`: the env resolves, loads offline, and loads the same twice.
+
+A `load()` that reaches for the network must fail fast and say so, not wait for a hub
+timeout: while the taskset loads, every connection to a non-loopback address is refused
+and remembered (`no_network`). The hub libraries' offline flags are set as well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import ipaddress
+import json
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from vfcheck.findings import Finding
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", ""})
+
+
+class NetworkBlocked(OSError):
+    """Raised in place of a connection to the outside while a taskset loads."""
+
+
+def _is_loopback(host: object) -> bool:
+    if isinstance(host, bytes):
+        host = host.decode(errors="replace")
+    if not isinstance(host, str) or host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@contextlib.contextmanager
+def no_network(attempts: list[str]) -> Iterator[None]:
+    """Refuse (and record in `attempts`) name lookups and connections to non-loopback
+    hosts. Patches the socket module, never verifiers."""
+    real_getaddrinfo = socket.getaddrinfo
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _is_loopback(host):
+            attempts.append(str(host))
+            raise NetworkBlocked(f"vfcheck: no network while the taskset loads ({host})")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    def connect(self: socket.socket, address: Any) -> Any:
+        host = address[0] if isinstance(address, tuple) else address
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(host):
+            attempts.append(str(host))
+            raise NetworkBlocked(f"vfcheck: no network while the taskset loads ({host})")
+        return real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> Any:
+        host = address[0] if isinstance(address, tuple) else address
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(host):
+            attempts.append(str(host))
+            return errno.ECONNREFUSED
+        return real_connect_ex(self, address)
+
+    socket.getaddrinfo = getaddrinfo
+    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        socket.getaddrinfo = real_getaddrinfo
+        socket.socket.connect = real_connect  # type: ignore[method-assign]
+        socket.socket.connect_ex = real_connect_ex  # type: ignore[method-assign]
+
+
+def load_finding(env_id: str, outcome: str, message: str, **details: Any) -> Finding:
+    return Finding("load", "load", None, outcome, message, details)  # type: ignore[arg-type]
+
+
+def check_keys(env_id: str, tasks: list[Any]) -> Finding:
+    """The loaded tasks pass `load` when there is at least one and keys are unique."""
+    if not tasks:
+        return load_finding(
+            env_id, "failed",
+            f"env {env_id!r}: load() yielded no task. Contract: the id resolves to exactly "
+            "one taskset whose load() yields tasks with unique keys.",
+        )
+    seen: dict[str, int] = {}
+    repeats = []
+    for task in tasks:
+        key = str(task.key)
+        if key in seen:
+            repeats.append({"key": key, "indices": [seen[key], task.data.idx]})
+        else:
+            seen[key] = task.data.idx
+    if repeats:
+        first = repeats[0]
+        return load_finding(
+            env_id, "failed",
+            f"env {env_id!r}: task keys repeat: {first['key']!r} is the key of tasks "
+            f"{first['indices'][0]} and {first['indices'][1]}"
+            + (f" (and {len(repeats) - 1} more)" if len(repeats) > 1 else "")
+            + ". Contract: Task.key is a stable identity, unique within the taskset "
+            "(override Task.key or set TaskData.id).",
+            repeats=repeats,
+        )
+    return load_finding(env_id, "passed", f"env {env_id!r}: {len(tasks)} task(s), keys unique")
+
+
+def task_hashes(tasks: list[Any]) -> list[str]:
+    return [str(t.hash) for t in tasks]
+
+
+async def hashes_in_fresh_interpreter(spec: dict[str, Any], hash_seed: int) -> list[str]:
+    """`Task.hash` of every task, loaded by another interpreter with `PYTHONHASHSEED`."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "vfcheck.worker", "--hashes",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONHASHSEED": str(hash_seed)},
+    )
+    out, err = await proc.communicate(json.dumps(spec).encode())
+    if proc.returncode != 0:
+        tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"the load in a fresh interpreter failed: {tail[0]}")
+    result: list[str] = json.loads(out.decode().strip().splitlines()[-1])
+    return result
+
+
+async def check_determinism_load(env_id: str, spec: dict[str, Any], own: list[str]) -> Finding:
+    """Two fresh loads (PYTHONHASHSEED 1 and 2) must list the same hashes as this one."""
+    first, second = await asyncio.gather(
+        hashes_in_fresh_interpreter(spec, 1), hashes_in_fresh_interpreter(spec, 2)
+    )
+    runs = {"PYTHONHASHSEED=1": first, "PYTHONHASHSEED=2": second, "this process": own}
+    reference = first
+    for name, hashes in runs.items():
+        if hashes != reference:
+            diverge = next(
+                (i for i, (a, b) in enumerate(zip(reference, hashes, strict=False)) if a != b),
+                min(len(reference), len(hashes)),
+            )
+            return Finding(
+                "determinism.load", "determinism", None, "failed",
+                f"env {env_id!r}: two loads gave different tasks: the load with "
+                f"PYTHONHASHSEED=1 and the load in {name} first differ at task {diverge} "
+                f"({len(reference)} vs {len(hashes)} tasks). Contract: two loads in fresh "
+                "interpreters give the same tasks (Task.hash) in the same order; iterate "
+                "sorted(), not a set.",
+                {"hashes": {k: v[:50] for k, v in runs.items()}, "first_difference": diverge},
+            )
+    return Finding(
+        "determinism.load", "determinism", None, "passed",
+        f"env {env_id!r}: {len(own)} task hash(es) identical across three loads", {},
+    )

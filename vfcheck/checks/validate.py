@@ -1,0 +1,92 @@
+"""`setup`, `gold`, `noop`: verifiers' own validate checks, run in-process, per task.
+
+Each runs `verifiers.v1.cli.validate._run_check(task, config, mode)` — the very function
+`vf-validate` runs: a fresh subprocess runtime, `Task.setup`, then the check — and turns its
+row into a finding. Two deliberate differences from `vf-validate`: the checks run inside
+`env.serving()` (env-managed resources exist), and every check is bounded (vf-validate's
+`--timeout.total` defaults to none, so a hanging check hangs it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vfcheck.checks import BY_ID
+from vfcheck.findings import Finding, TaskId
+
+MODES = ("setup", "gold", "noop")
+
+
+def validate_api() -> tuple[Any, Any] | str:
+    """`(_run_check, ValidateConfig)`, or why this verifiers lacks them."""
+    try:
+        from verifiers.v1.cli.validate import _run_check
+        from verifiers.v1.configs.cli.validate import ValidateConfig
+    except ImportError as e:
+        import verifiers
+
+        return f"verifiers {verifiers.__version__} lacks the validate checks ({e})"
+    return _run_check, ValidateConfig
+
+
+def validate_config(env: Any, timeout: float) -> Any:
+    api = validate_api()
+    if isinstance(api, str):
+        raise RuntimeError(api)
+    _, config_cls = api
+    return config_cls.model_validate(
+        {
+            "taskset": env.config.taskset.model_dump(),
+            "runtime": {"type": "subprocess"},
+            "timeout": {"setup": timeout, "total": timeout},
+            "rich": False,
+        }
+    )
+
+
+def needs_container(task: Any) -> bool:
+    return bool(type(task).NEEDS_CONTAINER or task.data.image)
+
+
+def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any]) -> Finding:
+    """A validate row as a finding: the row itself is the observation."""
+    spec = BY_ID[mode]
+    where = f"env {env_id!r}, {tid.label()}"
+    reason = row.get("reason")
+    details = {"validate_row": row}
+    if reason == "valid":
+        return Finding(mode, mode, tid, "passed", f"{where}: {mode} valid", details)
+    if reason == "unchecked":
+        why = "no gold check (Task.validate returned None)" if mode == "gold" else (
+            "no rewards declared (nothing to score untouched)"
+        )
+        return Finding(mode, mode, tid, "skipped", f"{where}: {why}", details)
+    if reason == "timeout":
+        observed = f"it timed out ({row.get('error_type') or 'TimeoutError'})"
+    elif reason == "invalid" and mode == "noop":
+        observed = (f"the untouched task scores reward={row.get('reward')!r} "
+                    f"(rewards {row.get('rewards')})")
+    elif reason == "invalid":
+        observed = "Task.validate returned False"
+    else:
+        observed = f"it raised {row.get('error_type')}: {row.get('error')}"
+    return Finding(
+        mode, mode, tid, "failed",
+        f"{where}: {mode} failed — {observed}. Contract: {spec.contract}.", details,
+    )
+
+
+async def check_task(env_id: str, task: Any, mode: str, config: Any) -> Finding:
+    tid = TaskId(index=task.data.idx, key=str(task.key))
+    if needs_container(task):
+        return Finding(
+            mode, mode, tid, "skipped",
+            f"env {env_id!r}, {tid.label()}: needs a container runtime (NEEDS_CONTAINER or "
+            "TaskData.image); vfcheck runs offline in the subprocess runtime", {},
+        )
+    api = validate_api()
+    if isinstance(api, str):
+        return Finding(mode, mode, tid, "skipped", api, {})
+    run_check, _ = api
+    row = await run_check(task, config, mode)
+    return row_finding(env_id, tid, mode, row)

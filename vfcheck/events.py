@@ -1,0 +1,107 @@
+"""The event log of one env's check run: a JSONL file the worker appends to and every
+reader (the supervisor, the CLI, each pytest-xdist worker) tails.
+
+A file, not a pipe: several processes read the same run (`pytest -n 2` must not redo an
+env's work per worker), and what was written survives an interrupt. Events:
+
+- `hello` (worker pid), `ready` (verifiers imported: its version)
+- `plan` (tasks, the sampled indices, the harness tier per role)
+- `start` / `finding` for each check unit (`check`, `index`)
+- `done` (the worker finished), `final` (the supervisor finished: nothing more will come)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vfcheck.findings import Finding
+
+Unit = tuple[str, int | None]
+"""A check on a task (`("gold", 1)`), or on the env (`("load", None)`)."""
+
+
+def append_event(path: Path, event: dict[str, Any]) -> None:
+    """Append one event as one `write()` on an O_APPEND file: readers never see half a
+    line from this writer, and a killed writer leaves whole lines behind."""
+    line = (json.dumps(event, default=str) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class EventLog:
+    """What is known so far of one run, read incrementally from its file."""
+
+    path: Path
+    offset: int = 0
+    hello: dict[str, Any] | None = None
+    ready: dict[str, Any] | None = None
+    plan: dict[str, Any] | None = None
+    started: dict[Unit, tuple[float, float]] = field(default_factory=dict)
+    """Unit -> (when this reader saw it start, its deadline in seconds)."""
+    findings: dict[Unit, Finding] = field(default_factory=dict)
+    done: bool = False
+    final: bool = False
+    last_event: float = field(default_factory=time.monotonic)
+
+    def poll(self) -> bool:
+        """Read whatever was appended since the last poll; True if anything was."""
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return False
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return False
+        self.offset += end + 1
+        for raw in chunk[: end + 1].splitlines():
+            if raw.strip():
+                self._apply(json.loads(raw))
+        self.last_event = time.monotonic()
+        return True
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        kind = event["event"]
+        if kind == "hello":
+            self.hello, self.done = event, False
+            self.started.clear()  # a restarted worker: what was in flight was settled
+        elif kind == "ready":
+            self.ready = event
+        elif kind == "plan":
+            self.plan = event
+        elif kind == "start":
+            unit = (event["check"], event["index"])
+            self.started[unit] = (time.monotonic(), float(event.get("deadline") or 0.0))
+        elif kind == "finding":
+            finding = Finding.from_dict(event["finding"])
+            unit = (finding.check, finding.task.index if finding.task else None)
+            self.findings[unit] = finding
+            self.started.pop(unit, None)
+        elif kind == "done":
+            self.done = True
+        elif kind == "final":
+            self.final = True
+
+    def in_flight(self) -> dict[Unit, tuple[float, float]]:
+        return {u: t for u, t in self.started.items() if u not in self.findings}
+
+    def wait(self, until: Any, timeout: float | None = None, interval: float = 0.05) -> bool:
+        """Poll until `until(self)` holds or the run is final; True if it holds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self.poll()
+            if until(self):
+                return True
+            if self.final or (deadline is not None and time.monotonic() > deadline):
+                return bool(until(self))
+            time.sleep(interval)

@@ -1,0 +1,445 @@
+"""Trace normalisation: what golden traces store and what the determinism check compares.
+
+`normalize_trace` builds a compact *view* of `Trace.to_record()` and then applies the named
+scrubbing `RULES`. A view rather than a scrubbed raw dump, because most of the dump is not
+the env's behaviour and would make every golden churn for reasons an env author cannot act
+on: per-token streams (`token_ids`, `logprobs`, ...) are empty or model-specific, `usage` and
+the agent config belong to the model and the harness tier, and `verifiers.version` moves with
+every upgrade. The view keeps what an env decides or a reviewer must see change:
+
+- `id`: the trace id, kept so that its occurrences elsewhere map to the same `<id:1>`;
+- `task`: type, key and data (null and empty fields pruned: verifiers' defaults);
+- `agent`: the agent's name (its role) and harness id;
+- `tools`: the tool names offered (`namespace.name`);
+- `messages`: every message node in commit order: role, content, reasoning, tool calls
+  (id, name, arguments), tool results (`tool_call_id`, `name`); `parent` only where the
+  graph branches (a node whose parent is not the node before it);
+- `calls`: per model call its node, finish reason and error;
+- `stop_condition`, `is_completed`, `is_timeout`, `ok`, `rewards`, `metrics`, `info`,
+  `root_reply`;
+- `errors`: type, message and status code (tracebacks dropped: they name files and lines
+  of the installed packages);
+- `timing`: each stage's start and end, so that a skipped stage (0.0) stays visible;
+- `notify`: the notify labels, when the log is given (labels only, not times).
+
+Nothing here imports verifiers: the input is the JSON record.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from pathlib import Path
+from typing import Any
+
+JsonPath = tuple[str | int, ...]
+"""Where a leaf sits in a JSON tree: keys and list indexes from the root."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One named scrubbing step over a JSON tree (the README lists `RULES`)."""
+
+    name: str
+    description: str
+    apply: Callable[[Any], Any]
+
+
+def _walk(tree: Any, leaf: Callable[[JsonPath, Any], Any], path: JsonPath = ()) -> Any:
+    """A copy of `tree` with every leaf replaced by `leaf(path, value)`."""
+    if isinstance(tree, dict):
+        return {key: _walk(value, leaf, (*path, key)) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [_walk(value, leaf, (*path, i)) for i, value in enumerate(tree)]
+    return leaf(path, tree)
+
+
+def _strings(rewrite: Callable[[str], str]) -> Callable[[Any], Any]:
+    """A rule that rewrites every string leaf."""
+    return lambda tree: _walk(tree, lambda _, v: rewrite(v) if isinstance(v, str) else v)
+
+
+def _key(path: JsonPath) -> str:
+    return path[-1] if path and isinstance(path[-1], str) else ""
+
+
+# -- secrets
+
+SECRET_KEY = re.compile(r"(api[_-]?key|authorization|token|secret|password)$", re.IGNORECASE)
+"""Keys whose string values are credentials (`api_key`, `x-api-key`, `auth_token`)."""
+_BEARER = re.compile(r"\b(Bearer|Basic)\s+(?!<secret>)[A-Za-z0-9._~+/=-]+")
+_API_KEY = re.compile(r"\b(?:sk|pk|rk|hf|ghp|gho|xox[bp])[-_][A-Za-z0-9_-]{16,}")
+
+
+def _scrub_secrets(tree: Any) -> Any:
+    def leaf(path: JsonPath, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if value and SECRET_KEY.search(_key(path)) and path[:1] != ("task",):
+            return "<secret>"
+        return _API_KEY.sub("<secret>", _BEARER.sub(r"\1 <secret>", value))
+
+    return _walk(tree, leaf)
+
+
+# -- versions
+
+_VERSION_IN_TEXT = re.compile(r"\b(verifiers[ /=@-]v?)\d+\.\d+(?:\.\d+)?[\w.+-]*")
+
+
+def _scrub_versions(tree: Any) -> Any:
+    def leaf(path: JsonPath, value: Any) -> Any:
+        if path[-2:] in (("verifiers", "version"), ("verifiers", "commit")) and value:
+            return "<version>"
+        if isinstance(value, str):
+            return _VERSION_IN_TEXT.sub(r"\1<version>", value)
+        return value
+
+    return _walk(tree, leaf)
+
+
+# -- temp paths
+
+
+def _temp_roots() -> list[str]:
+    """This machine's temp roots and verifiers' cache dir (`verifiers/v1/utils/paths.py`:
+    `~/.cache/verifiers`), longest first; computed per call, never stored."""
+    roots = {tempfile.gettempdir(), "/tmp", "/var/tmp"}
+    try:
+        roots.add(str(Path.home() / ".cache" / "verifiers"))
+    except RuntimeError:
+        pass
+    return sorted((r.rstrip("/") for r in roots if r not in ("", "/")), key=len, reverse=True)
+
+
+_ANY_VF_CACHE = re.compile(r"(?:/[\w.@+~-]+)+/\.cache/verifiers(?=/|\b)")
+_MACOS_TEMP = re.compile(r"(?:/private)?/var/folders/[\w+-]+/[\w+-]+/T(?=/|\b)")
+_RANDOM_SEGMENTS = (
+    # tempfile.mkdtemp(): `tmp` + 8 of [a-z0-9_]
+    (re.compile(r"(<tmp>/(?:[^/\s\"']+/)*)tmp[a-z0-9_]{8}(?![\w])"), r"\1tmp<random>"),
+    (re.compile(r"pytest-of-[^/\s\"']+/pytest-\d+"), "pytest-of-<user>/pytest-<n>"),
+)
+
+
+def _scrub_temp_paths(tree: Any) -> Any:
+    roots = [re.compile(rf"(?<![\w.~-]){re.escape(root)}(?=/|\b)") for root in _temp_roots()]
+
+    def rewrite(text: str) -> str:
+        text = _ANY_VF_CACHE.sub("<tmp>", _MACOS_TEMP.sub("<tmp>", text))
+        for root in roots:
+            text = root.sub("<tmp>", text)
+        if "<tmp>" in text:
+            for pattern, replacement in _RANDOM_SEGMENTS:
+                text = pattern.sub(replacement, text)
+        return text
+
+    return _strings(rewrite)(tree)
+
+
+# -- ports
+
+_LOOPBACK_PORT = re.compile(r"\b(127\.0\.0\.1|localhost|0\.0\.0\.0|\[::1\]):\d{1,5}\b")
+
+
+def _scrub_ports(tree: Any) -> Any:
+    def leaf(path: JsonPath, value: Any) -> Any:
+        if _key(path) == "port" and isinstance(value, int) and not isinstance(value, bool):
+            return "<port>"
+        if isinstance(value, str):
+            return _LOOPBACK_PORT.sub(r"\1:<port>", value)
+        return value
+
+    return _walk(tree, leaf)
+
+
+# -- times
+
+TIME_KEYS = frozenset({"start", "end", "duration", "t", "timestamp"})
+TIME_CONTAINERS = frozenset({"timing", "time", "notify"})
+
+
+def _scrub_times(tree: Any) -> Any:
+    def leaf(path: JsonPath, value: Any) -> Any:
+        key = _key(path)
+        timed = key == "timestamp" or (
+            key in TIME_KEYS and any(p in TIME_CONTAINERS for p in path[:-1])
+        )
+        if timed and isinstance(value, int | float) and not isinstance(value, bool):
+            return "<time>" if value else value  # 0.0 = never stamped: keep it visible
+        return value
+
+    return _walk(tree, leaf)
+
+
+# -- ids
+
+ID_KEYS = frozenset({"id", "tool_call_id", "call_id", "trace_id", "session_id", "request_id"})
+"""Keys whose values are minted ids, outside `task` (whose data is the env's own)."""
+_MINTED = re.compile(r"(?=[^\d]*\d)[\w.:-]{8,}\Z")
+"""What a minted id looks like: one token with a digit (not `vfcheck-chat`, not a path)."""
+_ID_PATTERNS = (
+    r"(?<![0-9a-fA-F])[0-9a-f]{32}(?![0-9a-fA-F])",  # uuid4().hex: trace ids
+    r"(?<![0-9a-fA-F-])[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}(?![0-9a-fA-F])",
+    r"\b(?:call|chatcmpl|toolu|resp|msg)[_-](?=[A-Za-z]*\d)[A-Za-z0-9]{16,}\b",
+)
+
+
+def _scrub_ids(tree: Any) -> Any:
+    known: set[str] = set()
+
+    def collect(path: JsonPath, value: Any) -> Any:
+        if (
+            isinstance(value, str)
+            and _key(path) in ID_KEYS
+            and path[:1] != ("task",)
+            and _MINTED.match(value)
+        ):
+            known.add(value)
+        return value
+
+    _walk(tree, collect)
+    alternatives = [re.escape(v) for v in sorted(known, key=len, reverse=True)]
+    pattern = re.compile("|".join([*alternatives, *_ID_PATTERNS]))
+    placeholders: dict[str, str] = {}
+
+    def placeholder(match: re.Match[str]) -> str:
+        found = match.group(0)
+        if found not in placeholders:
+            placeholders[found] = f"<id:{len(placeholders) + 1}>"
+        return placeholders[found]
+
+    return _strings(lambda text: pattern.sub(placeholder, text))(tree)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "secrets",
+        "bearer tokens, API keys (`sk-...`) and values of credential keys (`api_key`, "
+        "`authorization`, `token`, `secret`, `password`) -> `<secret>`",
+        _scrub_secrets,
+    ),
+    Rule(
+        "versions",
+        "`verifiers.version` / `verifiers.commit`, and `verifiers/X.Y.Z` in text -> "
+        "`<version>`",
+        _scrub_versions,
+    ),
+    Rule(
+        "temp-paths",
+        "the temp dir, `/tmp`, macOS `/var/folders/.../T` and verifiers' cache dir "
+        "(`~/.cache/verifiers`) -> `<tmp>`; mkdtemp and pytest basetemp names under it too",
+        _scrub_temp_paths,
+    ),
+    Rule(
+        "ports",
+        "loopback `host:port` -> `host:<port>`; integer `port` values -> `<port>`",
+        _scrub_ports,
+    ),
+    Rule(
+        "times",
+        "`start`/`end`/`duration`/`t` under `timing`/`time`/`notify`, and any `timestamp` "
+        "-> `<time>` (0.0, never stamped, is kept)",
+        _scrub_times,
+    ),
+    Rule(
+        "ids",
+        "trace, call and tool-call ids (values of id keys outside `task`, uuid hex, "
+        "`call_...`) -> `<id:N>`, numbered by first appearance, everywhere they occur",
+        _scrub_ids,
+    ),
+)
+"""Applied in this order: secrets before ids, so a token that looks like an id is still
+a secret; ids last, so their numbering does not depend on the other rules."""
+
+
+def scrub(tree: Any, rules: Sequence[Rule] = RULES) -> Any:
+    """`tree` with each rule applied in turn (a new tree; the input is not changed)."""
+    for rule in rules:
+        tree = rule.apply(tree)
+    return tree
+
+
+# -- the view
+
+
+def _pruned(value: Any) -> Any:
+    """`value` without null or empty entries, recursively (verifiers' TaskData defaults)."""
+    if isinstance(value, dict):
+        kept = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v is not None and v != {} and v != []}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
+def _error(error: dict[str, Any] | None) -> dict[str, Any] | None:
+    if error is None:
+        return None
+    return {k: error.get(k) for k in ("type", "message", "status_code")}
+
+
+def _tool_name(tool: dict[str, Any]) -> str:
+    namespace = tool.get("namespace")
+    return f"{namespace}.{tool.get('name')}" if namespace else str(tool.get("name"))
+
+
+def _message(index: int, node: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = node.get("message") or {}
+    view: dict[str, Any] = {"role": message.get("role"), "content": message.get("content")}
+    if message.get("reasoning_content") is not None:
+        view["reasoning_content"] = message["reasoning_content"]
+    if message.get("tool_calls"):
+        view["tool_calls"] = [
+            {"id": c.get("id"), "name": _tool_name(c), "arguments": c.get("arguments")}
+            for c in message["tool_calls"]
+        ]
+    for key in ("tool_call_id", "name"):
+        if message.get(key) is not None:
+            view[key] = message[key]
+    parent = node.get("parent")
+    if parent != (index - 1 if index else None):
+        view["parent"] = parent
+    return view
+
+
+def trace_view(record: dict[str, Any], notify: Sequence[dict[str, Any]] | None = None
+               ) -> dict[str, Any]:
+    """The compact view of a trace record (see the module doc), before scrubbing."""
+    task = record.get("task") or {}
+    agent = record.get("agent") or {}
+    harness = ((agent.get("config") or {}).get("harness") or {}).get("id")
+    timing = record.get("timing") or {}
+    view: dict[str, Any] = {
+        "id": record.get("id"),
+        "task": {
+            "type": task.get("type"),
+            "key": task.get("key"),
+            "data": _pruned(task.get("data")),
+        },
+        "agent": {"name": agent.get("name"), "harness": harness},
+        "tools": [_tool_name(t) for t in record.get("tools") or []],
+        "messages": [_message(i, n) for i, n in enumerate(record.get("nodes") or [])],
+        "calls": [
+            {
+                "node": c.get("node"),
+                "finish_reason": c.get("finish_reason"),
+                "error": _error(c.get("error")),
+            }
+            for c in record.get("calls") or []
+        ],
+        "stop_condition": record.get("stop_condition"),
+        "is_completed": record.get("is_completed"),
+        "is_timeout": record.get("is_timeout"),
+        "ok": record.get("ok"),
+        "rewards": record.get("rewards"),
+        "metrics": record.get("metrics"),
+        "info": record.get("info"),
+        "root_reply": record.get("root_reply"),
+        "errors": [_error(e) for e in record.get("errors") or []],
+        "timing": {
+            stage: {"start": span.get("start", 0.0), "end": span.get("end", 0.0)}
+            for stage, span in timing.items()
+            if isinstance(span, dict)
+        },
+    }
+    if notify is not None:
+        view["notify"] = [event.get("label") for event in notify]
+    # A JSON round trip: the view shares no object with the record.
+    loaded: dict[str, Any] = json.loads(json.dumps(view, default=str))
+    return loaded
+
+
+def normalize_trace(record: dict[str, Any], notify: Sequence[dict[str, Any]] | None = None
+                    ) -> dict[str, Any]:
+    """`trace.to_record()` (and optionally its notify log, `NotifyEvent.as_dict()`s) as a
+    stable, JSON-able dict: two plays of one task against one deterministic model give
+    equal results."""
+    normalized: dict[str, Any] = scrub(trace_view(record, notify))
+    return normalized
+
+
+# -- diff
+
+_ABSENT = "(absent)"
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+SHOWN_CHARS = 80
+"""Longest rendering of one value in a diff line."""
+
+
+def trace_diff(old: Any, new: Any) -> list[str]:
+    """One line per changed leaf, `path: old -> new` (`messages[2].content`,
+    `rewards.echoed.score`). Lists are aligned first, so an inserted message is one
+    `(absent) -> ...` line, not a shift of every later one; removed items are numbered as
+    in `old`, added and changed ones as in `new`."""
+    lines: list[str] = []
+    _diff(old, new, "", lines)
+    return lines
+
+
+def _join(path: str, key: str) -> str:
+    if _IDENTIFIER.match(key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{json.dumps(key)}]"
+
+
+def _diff(old: Any, new: Any, path: str, lines: list[str]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(k for k in new if k not in old)]:
+            where = _join(path, str(key))
+            if key not in new:
+                lines.append(f"{where}: {_show(old[key])} -> {_ABSENT}")
+            elif key not in old:
+                lines.append(f"{where}: {_ABSENT} -> {_show(new[key])}")
+            else:
+                _diff(old[key], new[key], where, lines)
+        return
+    if isinstance(old, list) and isinstance(new, list):
+        if _fingerprint(old) == _fingerprint(new):  # by text: NaN equals NaN here
+            return
+        matcher = SequenceMatcher(
+            a=[_fingerprint(v) for v in old], b=[_fingerprint(v) for v in new], autojunk=False
+        )
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                continue
+            paired = min(i2 - i1, j2 - j1)
+            for k in range(paired):
+                _diff(old[i1 + k], new[j1 + k], f"{path}[{j1 + k}]", lines)
+            for k in range(i1 + paired, i2):
+                lines.append(f"{path}[{k}]: {_show(old[k])} -> {_ABSENT}")
+            for k in range(j1 + paired, j2):
+                lines.append(f"{path}[{k}]: {_ABSENT} -> {_show(new[k])}")
+        return
+    if _fingerprint(old) != _fingerprint(new) or type(old) is not type(new):
+        lines.append(f"{path or '(root)'}: {_pair(old, new)}")
+
+
+def _fingerprint(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
+
+
+def _pair(old: Any, new: Any) -> str:
+    """`old -> new`; two long strings are cut to a window around their first difference."""
+    if not (isinstance(old, str) and isinstance(new, str)) or max(len(old), len(new)) <= 60:
+        return f"{_show(old)} -> {_show(new)}"
+    first = next(
+        (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
+        min(len(old), len(new)),
+    )
+    start = max(0, first - 20)
+
+    def window(text: str) -> str:
+        cut = text[start : first + 40]
+        shown = json.dumps(cut, ensure_ascii=False)
+        return ("…" if start else "") + shown + ("…" if first + 40 < len(text) else "")
+
+    return f"{window(old)} -> {window(new)}"

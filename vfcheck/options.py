@@ -1,0 +1,71 @@
+"""One option set for both front ends (`pytest --vf-*`, `vfcheck check --*`), also read
+from `[tool.vfcheck]` in pyproject.toml. The command line wins over the file."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+DEFAULT_SAMPLE = 3
+DEFAULT_TIMEOUT = 60.0
+
+
+@dataclass
+class CheckOptions:
+    env_args: dict[str, Any] = field(default_factory=dict)
+    paths: list[str] = field(default_factory=list)
+    num_tasks: int | None = None
+    families: list[str] | None = None
+    sample: int = DEFAULT_SAMPLE
+    timeout: float = DEFAULT_TIMEOUT
+    harness: str = "fast"
+    script: str | None = None
+    seed: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CheckOptions:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def replay_args(self, *, pytest: bool) -> list[str]:
+        """The options as command-line words, to print a replayable command line."""
+        prefix = "--vf-" if pytest else "--"
+        words: list[str] = []
+        for key, value in self.env_args.items():
+            words += [f"{prefix}env-arg", f"{key}={value}"]
+        for path in self.paths:
+            words += [f"{prefix}path", path]
+        if self.num_tasks is not None:
+            words += [f"{prefix}num-tasks", str(self.num_tasks)]
+        if self.families:
+            words += [f"{prefix}checks", ",".join(self.families)]
+        if self.sample != DEFAULT_SAMPLE:
+            words += [f"{prefix}sample", str(self.sample)]
+        if self.timeout != DEFAULT_TIMEOUT:
+            words += [f"{prefix}timeout", f"{self.timeout:g}"]
+        if self.harness != "fast":
+            words += [f"{prefix}harness", self.harness]
+        if self.script:
+            words += [f"{prefix}script", self.script]
+        if self.seed is not None:
+            words += [f"{prefix}seed", str(self.seed)]
+        return words
+
+
+def pyproject_settings(start: Path) -> dict[str, Any]:
+    """`[tool.vfcheck]` of the nearest pyproject.toml at or above `start` (else {})."""
+    for folder in [start, *start.parents]:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text())
+            except tomllib.TOMLDecodeError as e:
+                raise ValueError(f"{candidate}: {e}") from e
+            section = data.get("tool", {}).get("vfcheck", {})
+            return {k.replace("-", "_"): v for k, v in section.items()}
+    return {}

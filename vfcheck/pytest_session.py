@@ -1,0 +1,225 @@
+"""The pytest front end's state: one `VfcheckSession` on `config`, one collector per env,
+one item per check and task, reading the findings that the supervised check workers write.
+
+Process roles:
+- without xdist, this process owns the run: it starts one supervised worker per env at
+  session start (so verifiers' import overlaps collection) and stops them at the end;
+- under `pytest -n N`, the controller owns the run and hands the run directory to each
+  xdist worker (`pytest_configure_node`); xdist workers only read the event logs, so an
+  env's work is done once, not once per worker.
+Nothing here imports verifiers.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import shlex
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vfcheck.checks import BY_ID
+from vfcheck.events import EventLog, Unit
+from vfcheck.findings import Finding
+from vfcheck.options import CheckOptions
+from vfcheck.report import json_report, write_json
+from vfcheck.supervisor import EnvCheck, event_file, expected_units
+
+RUN_DIR_KEY = "vfcheck_run_dir"
+
+
+def options_from_config(config: pytest.Config) -> CheckOptions:
+    from vfcheck.offline import parse_env_arg
+    from vfcheck.options import pyproject_settings
+
+    settings = pyproject_settings(config.rootpath)
+    options = CheckOptions.from_dict(settings)
+    if settings.get("checks") and not options.families:
+        options.families = [str(c) for c in settings["checks"]]
+    get = config.getoption
+    if get("vf_env_arg"):
+        options.env_args = {**options.env_args, **dict(parse_env_arg(a) for a in get("vf_env_arg"))}
+    if get("vf_path"):
+        options.paths = [*get("vf_path"), *options.paths]
+    for option, attr in (("vf_num_tasks", "num_tasks"), ("vf_sample", "sample"),
+                         ("vf_timeout", "timeout"), ("vf_harness", "harness"),
+                         ("vf_script", "script"), ("vf_seed", "seed")):
+        if get(option) is not None:
+            setattr(options, attr, get(option))
+    if get("vf_checks"):
+        options.families = [c.strip() for c in get("vf_checks").split(",") if c.strip()]
+    return options
+
+
+class CheckFailed(Exception):
+    """A finding with outcome `failed`: the env broke a contract."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+class VfcheckSession:
+    """Registered as a plugin when a `--vf-*` option asks for work."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.env_ids: list[str] = list(config.getoption("vf_env"))
+        try:
+            self.options = options_from_config(config)
+            from vfcheck.checks import select
+
+            select(self.options.families)
+            if self.options.script:
+                from vfcheck.script import Script
+
+                Script.load(Path(self.options.script))
+        except Exception as e:
+            raise pytest.UsageError(f"vfcheck: {e}") from e
+        self.only: list[str] = list(config.getoption("vf_only") or [])
+        self.checks: dict[str, EnvCheck] = {}
+        self.run_dir: Path | None = None
+        self.owner = False
+
+    # -- the run
+
+    @property
+    def is_xdist_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.is_xdist_worker:
+            self.run_dir = Path(self.config.workerinput[RUN_DIR_KEY])  # type: ignore[attr-defined]
+            return
+        self.owner = True
+        self.run_dir = Path(tempfile.mkdtemp(prefix="vfcheck-pytest-"))
+        for env_id in self.env_ids:
+            check = EnvCheck(env_id, self.options, self.run_dir)
+            check.start()
+            self.checks[env_id] = check
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist controller: tell each worker where the event logs are."""
+        node.workerinput[RUN_DIR_KEY] = str(self.run_dir)
+
+    def log_for(self, env_id: str) -> EventLog:
+        assert self.run_dir is not None
+        return EventLog(event_file(self.run_dir, env_id, self.options))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        added: list[pytest.Item] = []
+        for env_id in self.env_ids:
+            # A virtual path under the rootdir: the terminal groups the items by env.
+            collector = EnvCollector.from_parent(
+                session, name=env_id, nodeid=env_id, path=config.rootpath / env_id, vf=self)
+            collected: list[pytest.Item | pytest.Collector] = list(collector.collect())
+            # Report the collection as pytest's own collectors do, so counts and
+            # `--collect-only` see these items.
+            session.ihook.pytest_collectreport(report=pytest.CollectReport(
+                collector.nodeid, "passed", None, collected))
+            added += [item for item in collected if isinstance(item, pytest.Item)]
+        if self.only:
+            added = [item for item in added if any(
+                item.name == want or item.name.split("[")[0] == want for want in self.only)]
+        items.extend(added)
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        seed = self.options.seed if self.options.seed is not None else 0
+        return [
+            f"vfcheck: verifiers {importlib.metadata.version('verifiers')}, envs "
+            f"{', '.join(self.env_ids)}, harness {self.options.harness}, seed {seed}, "
+            f"sample {self.options.sample}, timeout {self.options.timeout:g}s"
+        ]
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.owner:
+            return
+        for check in self.checks.values():
+            if not check.log.final:
+                check.stop()  # -x, -k, an interrupt: don't leave workers running
+        json_path = self.config.getoption("vf_json")
+        if json_path:
+            reports = [check.report() for check in self.checks.values()]
+            write_json(Path(json_path), json_report(
+                reports, verifiers=importlib.metadata.version("verifiers"),
+                seed=self.options.seed))
+        if self.run_dir is not None:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def replay_command(self, env_id: str, item_name: str) -> str:
+        return shlex.join(["pytest", "--vf-env", env_id,
+                           *self.options.replay_args(pytest=True), "--vf-only", item_name])
+
+
+class EnvCollector(pytest.Collector):
+    """One env: its items come from the plan its check worker announces."""
+
+    def __init__(self, *, vf: VfcheckSession, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.vf = vf
+
+    def collect(self) -> list[CheckItem]:
+        log = self.vf.log_for(self.name)
+        log.wait(lambda log: log.plan is not None or ("load", None) in log.findings)
+        units: list[Unit] = [("load", None)]
+        if log.plan is not None:
+            units = expected_units(log.plan, self.vf.options.families)
+        return [CheckItem.from_parent(self, name=_unit_name(u), unit=u) for u in units]
+
+
+def _unit_name(unit: Unit) -> str:
+    check, index = unit
+    return check if index is None else f"{check}[{index}]"
+
+
+class CheckItem(pytest.Item):
+    """One check on one task (or on the env): passes, fails, skips or errors as its
+    finding says."""
+
+    def __init__(self, *, unit: Unit, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.unit = unit
+        self.finding: Finding | None = None
+        self.add_marker(pytest.mark.vfcheck(family=BY_ID[unit[0]].family))
+
+    @property
+    def vf(self) -> VfcheckSession:
+        assert isinstance(self.parent, EnvCollector)
+        return self.parent.vf
+
+    def setup(self) -> None:
+        log = self.vf.log_for(self.parent.name)  # type: ignore[union-attr]
+        log.wait(lambda log: self.unit in log.findings)
+        self.finding = log.findings.get(self.unit)
+        if self.finding is None:
+            raise RuntimeError(
+                f"vfcheck: no finding for {self.name}: the check run ended without it "
+                "(see the worker's output above)")
+        if self.finding.outcome == "error":
+            raise RuntimeError(f"vfcheck error: {self.finding.message}")
+
+    def runtest(self) -> None:
+        assert self.finding is not None
+        if self.finding.outcome == "skipped":
+            pytest.skip(self.finding.message)
+        if self.finding.outcome == "failed":
+            raise CheckFailed(self.finding)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, CheckFailed):
+            finding = excinfo.value.finding
+            lines = [finding.message, "", "replay: " + self.vf.replay_command(
+                self.parent.name, self.name)]  # type: ignore[union-attr]
+            return "\n".join(lines)
+        return str(excinfo.value) + "\n\nreplay: " + self.vf.replay_command(
+            self.parent.name, self.name)  # type: ignore[union-attr]
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.parent.name}::{self.name}"  # type: ignore[union-attr]

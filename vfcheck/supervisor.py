@@ -1,0 +1,270 @@
+"""Run one env's checks in a worker process and hold it to hard deadlines.
+
+The worker bounds every check with asyncio deadlines; that cannot stop a hook that blocks
+the event loop (a sync sleep, a busy loop). So the supervisor, in the front end's process,
+watches the event log: a unit that outlives its deadline (plus grace) gets the worker
+killed, with its process tree. If one unit was in flight it fails ("did not finish"); if
+several were, they are retried one at a time first, so the next stall names the culprit.
+The worker is then restarted for the units without a finding. The supervisor writes what
+it concludes to the same event log, so every reader sees one story.
+
+Nothing here imports verifiers: the front ends stay light.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from vfcheck.checks import BY_ID, select
+from vfcheck.events import EventLog, Unit, append_event
+from vfcheck.findings import EnvReport, Finding, TaskId
+from vfcheck.options import CheckOptions
+
+GRACE = 5.0
+"""Seconds past a unit's own deadline before the worker is killed."""
+IMPORT_DEADLINE = 180.0
+"""Seconds for the worker to start and import verifiers."""
+EXIT_GRACE = 5.0
+"""Seconds a worker may linger after `done` (threads of env code) before it is killed."""
+MAX_RESTARTS = 5
+
+
+def event_file(run_dir: Path, env_id: str, options: CheckOptions) -> Path:
+    """One file per (env, options), named so that readers in other processes find it."""
+    digest = hashlib.sha256(
+        json.dumps([env_id, options.as_dict()], sort_keys=True, default=str).encode()
+    ).hexdigest()[:10]
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in env_id)
+    return run_dir / f"{safe}-{digest}.jsonl"
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (Linux /proc), children first found first."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the worker and everything it started (harness programs, tool servers,
+    which verifiers starts in sessions of their own, so a process-group kill misses them)."""
+    for pid in [*descendants(proc.pid), proc.pid]:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+
+
+def expected_units(plan: dict[str, Any], families: list[str] | None) -> list[Unit]:
+    units: list[Unit] = [("load", None)]
+    indices = [t["index"] for t in plan["tasks"]]
+    for spec in select(families):
+        if spec.id == "load":
+            continue
+        if spec.scope == "env":
+            units.append((spec.id, None))
+        else:
+            units += [(spec.id, i) for i in (indices if spec.scope == "task" else plan["sample"])]
+    return units
+
+
+class EnvCheck:
+    """One env's check run: `start()` it, then read `log` (or `report()` when `final`)."""
+
+    def __init__(self, env_id: str, options: CheckOptions, run_dir: Path) -> None:
+        self.env_id = env_id
+        self.options = options
+        self.path = event_file(run_dir, env_id, options)
+        self.log = EventLog(self.path)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    # -- supervising (the owner's side)
+
+    def start(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_bytes(b"")
+        self._thread = threading.Thread(target=self._supervise, name=f"vfcheck:{self.env_id}",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Kill the worker now (interrupt); what was found stays in the log."""
+        self._stop.set()
+        if self._proc is not None and self._proc.poll() is None:
+            kill_tree(self._proc)
+        if self._thread is not None:
+            self._thread.join(timeout=15)
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _spec(self, skip: set[Unit], isolate: set[Unit]) -> dict[str, Any]:
+        o = self.options
+        return {
+            "env_id": self.env_id, "events": str(self.path), "env_args": o.env_args,
+            "paths": o.paths, "num_tasks": o.num_tasks, "families": o.families,
+            "sample": o.sample, "timeout": o.timeout, "harness": o.harness,
+            "script": o.script, "seed": o.seed,
+            "skip": sorted(skip, key=str), "isolate": sorted(isolate, key=str),
+            "setup_failed": sorted(
+                i for (check, i), f in self.log.findings.items()
+                if check == "setup" and i is not None and f.bad),
+        }
+
+    def _emit(self, event: str, **data: Any) -> None:
+        append_event(self.path, {"event": event, "t": time.time(), **data})
+
+    def _settle(self, unit: Unit, outcome: str, message: str, **details: Any) -> None:
+        check, index = unit
+        task = None
+        if index is not None and self.log.plan is not None:
+            key = next((t["key"] for t in self.log.plan["tasks"] if t["index"] == index), "?")
+            task = TaskId(index, key)
+        finding = Finding(check, BY_ID[check].family, task, outcome, message, details)  # type: ignore[arg-type]
+        self._emit("finding", finding=finding.as_dict(), by="supervisor")
+
+    def _supervise(self) -> None:
+        isolate: set[Unit] = set()
+        try:
+            for _ in range(MAX_RESTARTS + 1):
+                if self._stop.is_set():
+                    return
+                self.log.poll()  # findings this supervisor settled count as done
+                skip = set(self.log.findings)
+                verdict = self._run_worker(skip, isolate)
+                self.log.poll()
+                if verdict == "done" or self._stop.is_set():
+                    return
+                stalled = [u for u in verdict if u not in self.log.findings] if isinstance(
+                    verdict, list) else []
+                if os.environ.get("VFCHECK_DEBUG"):
+                    print(f"vfcheck supervisor: verdict={verdict} stalled={stalled} "
+                          f"isolate={isolate}", file=sys.stderr)
+                if len(stalled) == 1 or (stalled and set(stalled) <= isolate):
+                    for unit in stalled:
+                        where = f"env {self.env_id!r}" + (
+                            f", task {unit[1]}" if unit[1] is not None else "")
+                        self._settle(
+                            unit, "failed",
+                            f"{where}: {unit[0]} did not finish and the worker was killed at "
+                            f"its hard deadline (the hook blocked the event loop or ignored "
+                            f"cancellation). Contract: {BY_ID[unit[0]].contract}.")
+                    isolate -= set(stalled)
+                else:
+                    isolate |= set(stalled)
+                if self.log.plan is None and ("load", None) in self.log.findings:
+                    return
+            self._give_up()
+        finally:
+            self.log.poll()
+            self._emit("final")
+
+    def _give_up(self) -> None:
+        if self.log.plan is None:
+            if ("load", None) not in self.log.findings:
+                self._settle(("load", None), "error",
+                             f"env {self.env_id!r}: the check worker kept dying before the "
+                             "env loaded; see its stderr above")
+            return
+        for unit in expected_units(self.log.plan, self.options.families):
+            if unit not in self.log.findings:
+                self._settle(unit, "error",
+                             f"env {self.env_id!r}: vfcheck's worker died {MAX_RESTARTS + 1} "
+                             f"times; {unit[0]} was never run")
+
+    def _run_worker(self, skip: set[Unit], isolate: set[Unit]) -> str | list[Unit]:
+        """Run one worker to its end: "done", or the units in flight when it stalled or died."""
+        self.log.poll()
+        self.log.started.clear()  # the previous worker's units were settled or are retried
+        self.log.done = False
+        self._proc = proc = subprocess.Popen(
+            [sys.executable, "-m", "vfcheck.worker"], stdin=subprocess.PIPE,
+            stdout=sys.stderr.fileno() if _has_fileno(sys.stderr) else None,
+            start_new_session=True,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(self._spec(skip, isolate)).encode())
+        proc.stdin.close()
+        started = time.monotonic()
+        done_at: float | None = None
+        while not self._stop.is_set():
+            self.log.poll()
+            now = time.monotonic()
+            if self.log.done and done_at is None:
+                done_at = now
+            if proc.poll() is not None:
+                self.log.poll()
+                if self.log.done:
+                    return "done"
+                died = list(self.log.in_flight())
+                if self.log.plan is None and not died:
+                    died = [("load", None)]  # it died loading: the env's import or load()
+                return died
+            if done_at is not None and now - done_at > EXIT_GRACE:
+                kill_tree(proc)
+                return "done"
+            if self.log.ready is None and now - started > IMPORT_DEADLINE:
+                kill_tree(proc)
+                return [("load", None)]
+            overdue = [u for u, (t0, deadline) in self.log.in_flight().items()
+                       if deadline and now - t0 > deadline + GRACE]
+            if overdue:
+                in_flight = list(self.log.in_flight())
+                kill_tree(proc)
+                return in_flight
+            time.sleep(0.1)
+        kill_tree(proc)
+        return "done"
+
+    # -- reading (any process)
+
+    def report(self) -> EnvReport:
+        self.log.poll()
+        plan = self.log.plan or {}
+        order = {spec.id: i for i, spec in enumerate(BY_ID.values())}
+        findings = sorted(
+            self.log.findings.values(),
+            key=lambda f: (order.get(f.check, 99), f.task.index if f.task else -1),
+        )
+        return EnvReport(
+            id=self.env_id,
+            harness=self.options.harness,
+            sample=list(plan.get("sample", [])),
+            tasks=[TaskId(t["index"], t["key"]) for t in plan.get("tasks", [])],
+            tiers=list(plan.get("tiers", [])),
+            findings=findings,
+        )
+
+
+def _has_fileno(stream: Any) -> bool:
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True

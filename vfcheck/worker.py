@@ -1,0 +1,283 @@
+"""The check worker: one process per env, where verifiers is imported and env code runs.
+
+`python -m vfcheck.worker` reads its spec (JSON) on stdin and appends events to the spec's
+`events` file (see `vfcheck.events`). Env code runs here, not in the front end, so that a
+hook that blocks the event loop (a sync sleep, a busy loop) or never returns can be stopped
+by killing this process at a hard deadline (`vfcheck.supervisor`), and the run goes on.
+
+`python -m vfcheck.worker --hashes` prints the `Task.hash` list of the env's tasks as one
+JSON line instead (the `determinism.load` check runs it under two PYTHONHASHSEEDs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from vfcheck.checks import BY_ID, select
+from vfcheck.events import Unit, append_event
+from vfcheck.findings import Finding, TaskId
+from vfcheck.offline import prepare_process_env
+
+UNIT_CONCURRENCY = 4
+LOAD_TIMEOUT = 60.0
+"""Seconds `load()` may take at least (the per-check timeout when that is longer): loading
+imports the env's modules, which a machine under load makes slow."""
+BUDGET = {"setup": 1.5, "gold": 2.5, "noop": 2.5, "episode": 1.2, "lifecycle": 1.2,
+          "determinism.replay": 2.5, "preview": 3.5, "robustness": 2.5, "determinism.load": 2.0}
+"""A unit's deadline, in multiples of the per-check timeout (plus a constant): a `gold`
+unit sets the task up, then validates, each bounded by the timeout; `preview` plays three
+episodes in a row."""
+
+
+def unit_deadline(check: str, timeout: float) -> float:
+    return BUDGET.get(check, 2.0) * timeout + 10.0
+
+
+class Worker:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.env_id: str = spec["env_id"]
+        self.events = Path(spec["events"])
+        self.timeout: float = float(spec.get("timeout", 60.0))
+        self.task_of: dict[int, Any] = {}
+
+    def emit(self, event: str, **data: Any) -> None:
+        append_event(self.events, {"event": event, "t": time.time(), **data})
+
+    def emit_finding(self, finding: Finding) -> None:
+        self.emit("finding", finding=finding.as_dict())
+
+    # -- load
+
+    async def load(self) -> tuple[Any, list[Any], list[Any]] | None:
+        """The env, its tasks and role tiers; None (after a failed `load` finding) if not."""
+        from vfcheck.checks.load import check_keys, load_finding, no_network
+        from vfcheck.runner import EnvLoadError, load_env, load_tasks
+
+        attempts: list[str] = []
+
+        def load_all() -> tuple[Any, list[Any], list[Any]]:
+            with no_network(attempts):
+                env, tiers = load_env(self.env_id, self.spec.get("env_args") or {},
+                                      harness=self.spec.get("harness", "fast"))
+                return env, tiers, load_tasks(env, self.spec.get("num_tasks"))
+
+        budget = max(self.timeout, LOAD_TIMEOUT)
+        self.emit("start", check="load", index=None, deadline=budget + 10.0)
+        contract = BY_ID["load"].contract
+        try:
+            env, tiers, tasks = await asyncio.wait_for(asyncio.to_thread(load_all), budget)
+        except TimeoutError:
+            self.emit_finding(load_finding(
+                self.env_id, "failed",
+                f"env {self.env_id!r}: loading did not finish within {budget:g}s "
+                f"(an infinite or hanging load()?). Contract: {contract}."))
+            return None
+        except EnvLoadError as e:
+            message = str(e)
+            if attempts:
+                message = (f"env {self.env_id!r}: load() reached for the network "
+                           f"({', '.join(sorted(set(attempts)))}); vfcheck runs offline")
+            self.emit_finding(load_finding(self.env_id, "failed",
+                                           f"{message}. Contract: {contract}.",
+                                           network=attempts))
+            return None
+        except Exception as e:  # noqa: BLE001 - load() raising is the env's load finding
+            message = f"{type(e).__name__}: {e}"
+            if attempts:
+                message = f"load() reached for the network ({', '.join(sorted(set(attempts)))})"
+            self.emit_finding(load_finding(
+                self.env_id, "failed",
+                f"env {self.env_id!r}: {message}. Contract: {contract}.",
+                network=attempts, traceback=traceback.format_exc()))
+            return None
+        finding = check_keys(self.env_id, tasks)
+        self.emit_finding(finding)
+        if finding.outcome != "passed":
+            return None
+        return env, tasks, tiers
+
+    # -- the run
+
+    async def run(self) -> None:
+        import verifiers
+
+        from vfcheck.model import ScriptedModel
+        from vfcheck.runner import EnvRunner
+
+        self.emit("ready", verifiers=verifiers.__version__, python=sys.version.split()[0])
+        loaded = await self.load()
+        if loaded is None:
+            return
+        env, tasks, tiers = loaded
+        self.task_of = {t.data.idx: t for t in tasks}
+        sample = [t.data.idx for t in tasks[: int(self.spec.get("sample", 3))]]
+        self.emit(
+            "plan",
+            tasks=[{"index": t.data.idx, "key": str(t.key)} for t in tasks],
+            sample=sample,
+            tiers=[{"role": r.role, "tier": r.tier, "harness": r.harness, "reason": r.reason}
+                   for r in tiers],
+        )
+        from vfcheck.checks.episodes import AGENT_TIMEOUT, EpisodeLab, PolicyRouter
+
+        router = PolicyRouter(base=self.base_policy())
+        model = ScriptedModel(router, seed=self.seed())
+        harness = self.spec.get("harness", "fast")
+        async with contextlib.AsyncExitStack() as stack:
+            runner = await stack.enter_async_context(
+                EnvRunner.open(self.env_id, model=model, loaded=(env, tiers)))
+
+            async def open_timeout_runner() -> Any:
+                roles = {f"{t.role}.timeout.rollout": AGENT_TIMEOUT for t in tiers}
+                return await stack.enter_async_context(EnvRunner.open(
+                    self.env_id, env_args={**(self.spec.get("env_args") or {}), **roles},
+                    harness=harness, model=model, start_mock=False))
+
+            lab = EpisodeLab(self.env_id, runner, router, open_timeout_runner, self.timeout)
+            units = self.units(tasks, sample)
+            await self.run_units(units, self.unit_runners(env, tasks, lab))
+
+    def seed(self) -> int:
+        return int(self.spec["seed"]) if self.spec.get("seed") is not None else 0
+
+    def base_policy(self) -> Any:
+        script = self.spec.get("script")
+        if not script:
+            return None
+        from vfcheck.script import Script
+
+        return Script.load(Path(script)).policy(self.spec.get("seed"))
+
+    def units(self, tasks: list[Any], sample: list[int]) -> list[Unit]:
+        wanted = [spec for spec in select(self.spec.get("families")) if spec.id != "load"]
+        units: list[Unit] = []
+        for spec in wanted:
+            if spec.scope == "env":
+                units.append((spec.id, None))
+            else:
+                indices = [t.data.idx for t in tasks] if spec.scope == "task" else sample
+                units += [(spec.id, i) for i in indices]
+        skip = {(c, i) for c, i in self.spec.get("skip", [])}
+        return [u for u in units if u not in skip]
+
+    def unit_runners(self, env: Any, tasks: list[Any],
+                     lab: Any) -> dict[str, Callable[[Any], Awaitable[Finding]]]:
+        from vfcheck.checks.load import check_determinism_load, task_hashes
+        from vfcheck.checks.validate import check_task, validate_config
+
+        config = validate_config(env, self.timeout)
+        spec = {k: self.spec.get(k) for k in ("env_id", "env_args", "paths", "num_tasks",
+                                              "harness")}
+        return {
+            "determinism.load": lambda _: check_determinism_load(
+                self.env_id, spec, task_hashes(tasks)),
+            "setup": lambda task: check_task(self.env_id, task, "setup", config),
+            "gold": lambda task: check_task(self.env_id, task, "gold", config),
+            "noop": lambda task: check_task(self.env_id, task, "noop", config),
+            "episode": lab.episode,
+            "lifecycle": lab.lifecycle,
+            "preview": lab.preview,
+            "robustness": lab.robustness,
+            "determinism.replay": lab.replay,
+        }
+
+    async def run_units(self, units: list[Unit],
+                        runners: dict[str, Callable[[Any], Awaitable[Finding]]]) -> None:
+        """Suspects of an earlier stall first, one at a time; then every `setup`; then the
+        rest, whose task's setup did not fail (those are skipped as blocked: verifiers runs
+        `Task.setup` before every check and episode, so they would fail for the same cause)."""
+        isolate = {(c, i) for c, i in self.spec.get("isolate", [])}
+        setup_failed = set(self.spec.get("setup_failed", []))
+        gate = asyncio.Semaphore(UNIT_CONCURRENCY)
+
+        async def one(unit: Unit) -> None:
+            check, index = unit
+            task = self.task_of.get(index) if index is not None else None
+            if task is not None and index in setup_failed and check != "setup":
+                self.emit_finding(Finding(
+                    check, BY_ID[check].family, TaskId(task.data.idx, str(task.key)), "skipped",
+                    f"env {self.env_id!r}, task {index} ({task.key}): blocked — Task.setup "
+                    f"failed on this task (see setup[{index}])", {}))
+                return
+            deadline = unit_deadline(check, self.timeout)
+            self.emit("start", check=check, index=index, deadline=deadline)
+            try:
+                finding = await asyncio.wait_for(runners[check](task), deadline)
+            except TimeoutError:
+                finding = self.timed_out(check, task, deadline)
+            except Exception as e:  # noqa: BLE001 - vfcheck's own failure: an `error` finding
+                finding = Finding(
+                    check, BY_ID[check].family,
+                    TaskId(task.data.idx, str(task.key)) if task is not None else None,
+                    "error", f"vfcheck could not run {check}: {type(e).__name__}: {e}",
+                    {"traceback": traceback.format_exc()})
+            if check == "setup" and finding.outcome in ("failed", "error"):
+                setup_failed.add(index)
+            self.emit_finding(finding)
+
+        async def gated(unit: Unit) -> None:
+            async with gate:
+                await one(unit)
+
+        for unit in [u for u in units if u in isolate]:
+            await one(unit)
+        rest = [u for u in units if u not in isolate]
+        await asyncio.gather(*(gated(u) for u in rest if u[0] == "setup"))
+        await asyncio.gather(*(gated(u) for u in rest if u[0] != "setup"))
+
+    def timed_out(self, check: str, task: Any, deadline: float) -> Finding:
+        tid = TaskId(task.data.idx, str(task.key)) if task is not None else None
+        where = f"env {self.env_id!r}" + (f", {tid.label()}" if tid else "")
+        return Finding(
+            check, BY_ID[check].family, tid, "failed",
+            f"{where}: {check} did not finish within {deadline:g}s (timeout {self.timeout:g}s "
+            f"per step). Contract: {BY_ID[check].contract}.", {"deadline": deadline})
+
+
+async def main_async(spec: dict[str, Any]) -> None:
+    worker = Worker(spec)
+    worker.emit("hello", pid=os.getpid())
+    prepare_process_env(spec.get("paths") or [])
+    try:
+        await worker.run()
+    finally:
+        worker.emit("done")
+
+
+def print_hashes(spec: dict[str, Any]) -> None:
+    from vfcheck.checks.load import no_network, task_hashes
+    from vfcheck.runner import load_env, load_tasks
+
+    prepare_process_env(spec.get("paths") or [])
+    with no_network([]):
+        env, _ = load_env(spec["env_id"], spec.get("env_args") or {},
+                          harness=spec.get("harness") or "fast")
+        tasks = load_tasks(env, spec.get("num_tasks"))
+    print(json.dumps(task_hashes(tasks)))
+
+
+def main() -> None:
+    spec = json.loads(sys.stdin.read())
+    if "--hashes" in sys.argv[1:]:
+        print_hashes(spec)
+        return
+    asyncio.run(main_async(spec))
+    sys.stdout.flush()
+    # Harness programs and tool servers are children of this process's runtimes, which
+    # verifiers stops on exit; a lingering non-daemon thread of env code must not keep
+    # the worker alive past its findings.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
