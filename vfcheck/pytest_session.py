@@ -207,7 +207,8 @@ class CheckItem(pytest.Item):
     def runtest(self) -> None:
         assert self.finding is not None
         if self.finding.outcome == "skipped":
-            pytest.skip(self.finding.message)
+            # Reported at the item (env::check[i]), not at this line of vfcheck.
+            raise pytest.skip.Exception(self.finding.message, _use_item_location=True)
         if self.finding.outcome == "failed":
             raise CheckFailed(self.finding)
 
@@ -222,4 +223,4 @@ class CheckItem(pytest.Item):
             self.parent.name, self.name)  # type: ignore[union-attr]
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"{self.parent.name}::{self.name}"  # type: ignore[union-attr]
+        return self.path, 0, f"{self.parent.name}::{self.name}"  # type: ignore[union-attr]

@@ -141,12 +141,15 @@ class EnvCheck:
         append_event(self.path, {"event": event, "t": time.time(), **data})
 
     def _settle(self, unit: Unit, outcome: str, message: str, **details: Any) -> None:
+        """Write a finding the worker could not: `message` follows `env '...', task ...: `."""
         check, index = unit
         task = None
         if index is not None and self.log.plan is not None:
             key = next((t["key"] for t in self.log.plan["tasks"] if t["index"] == index), "?")
             task = TaskId(index, key)
-        finding = Finding(check, BY_ID[check].family, task, outcome, message, details)  # type: ignore[arg-type]
+        where = f"env {self.env_id!r}" + (f", {task.label()}" if task is not None else "")
+        finding = Finding(check, BY_ID[check].family, task, outcome,  # type: ignore[arg-type]
+                          f"{where}: {message}", details)
         self._emit("finding", finding=finding.as_dict(), by="supervisor")
 
     def _supervise(self) -> None:
@@ -168,11 +171,9 @@ class EnvCheck:
                           f"isolate={isolate}", file=sys.stderr)
                 if len(stalled) == 1 or (stalled and set(stalled) <= isolate):
                     for unit in stalled:
-                        where = f"env {self.env_id!r}" + (
-                            f", task {unit[1]}" if unit[1] is not None else "")
                         self._settle(
                             unit, "failed",
-                            f"{where}: {unit[0]} did not finish and the worker was killed at "
+                            f"{unit[0]} did not finish and the worker was killed at "
                             f"its hard deadline (the hook blocked the event loop or ignored "
                             f"cancellation). Contract: {BY_ID[unit[0]].contract}.")
                     isolate -= set(stalled)
@@ -189,14 +190,14 @@ class EnvCheck:
         if self.log.plan is None:
             if ("load", None) not in self.log.findings:
                 self._settle(("load", None), "error",
-                             f"env {self.env_id!r}: the check worker kept dying before the "
-                             "env loaded; see its stderr above")
+                             "the check worker kept dying before the env loaded; see its "
+                             "stderr above")
             return
         for unit in expected_units(self.log.plan, self.options.families):
             if unit not in self.log.findings:
                 self._settle(unit, "error",
-                             f"env {self.env_id!r}: vfcheck's worker died {MAX_RESTARTS + 1} "
-                             f"times; {unit[0]} was never run")
+                             f"vfcheck's worker died {MAX_RESTARTS + 1} times; {unit[0]} was "
+                             "never run")
 
     def _run_worker(self, skip: set[Unit], isolate: set[Unit]) -> str | list[Unit]:
         """Run one worker to its end: "done", or the units in flight when it stalled or died."""

@@ -25,6 +25,11 @@ ENV_CODE_ERRORS = frozenset({"TaskError", "EnvError", "ToolsetError"})
 AGENT_TIMEOUT = 2.0
 """The agent deadline of the `preview` hang scenario, seconds."""
 HARNESS_BUILTINS = frozenset({"bash", "edit", "search"})
+CANCEL_SETTLE = 5.0
+"""Seconds a cancelled episode's previews get to be abandoned before `preview` judges."""
+EPISODES_AT_ONCE = 4
+"""Episodes in flight in one worker: env-tier episodes start harness programs and tool
+servers, and a 2-core CI machine must not be asked for dozens at once."""
 
 
 @dataclass
@@ -156,6 +161,7 @@ class EpisodeLab:
         self._timeout_lock = asyncio.Lock()
         self.timeout = timeout
         self._plays: dict[int, asyncio.Future[Any]] = {}
+        self._gate = asyncio.Semaphore(EPISODES_AT_ONCE)
 
     async def play(self, task: Any, policy: Callable[[Any], Any] | None = None,
                    runner: Any = None) -> Any:
@@ -164,7 +170,8 @@ class EpisodeLab:
                 self.router.assigned[trace.id] = policy
 
         runner = runner or self.runner
-        return await runner.play(task, timeout=self.timeout, on_trace=assign)
+        async with self._gate:
+            return await runner.play(task, timeout=self.timeout, on_trace=assign)
 
     async def first_play(self, task: Any) -> Any:
         index = task.data.idx
@@ -278,6 +285,11 @@ class EpisodeLab:
             self.router.assigned[trace.id] = hang
             traces.append(trace)
 
+        async with self._gate:
+            return await self._cancel_mid_request(task, traces, minted)
+
+    async def _cancel_mid_request(self, task: Any, traces: list[Any],
+                                  minted: Callable[[Any], None]) -> tuple[list[Any], bool]:
         play = asyncio.ensure_future(self.runner.play(task, timeout=None, on_trace=minted))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
@@ -290,7 +302,12 @@ class EpisodeLab:
         play.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await play
-        await asyncio.sleep(0)  # let cancellation callbacks run
+        # The interception server abandons the request when its handler sees the client
+        # go away, which can come after the episode's own teardown (a multi-agent env's
+        # gather unwinds later): give it a moment before judging.
+        settle = loop.time() + CANCEL_SETTLE
+        while loop.time() < settle and any(t.pending for t in traces):
+            await asyncio.sleep(0.05)
         return traces, seen
 
     async def robustness(self, task: Any) -> Finding:

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from vfcheck.checks import BY_ID
 from vfcheck.findings import Finding
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", ""})
@@ -86,8 +87,7 @@ def check_keys(env_id: str, tasks: list[Any]) -> Finding:
     if not tasks:
         return load_finding(
             env_id, "failed",
-            f"env {env_id!r}: load() yielded no task. Contract: the id resolves to exactly "
-            "one taskset whose load() yields tasks with unique keys.",
+            f"env {env_id!r}: load() yielded no task. Contract: {BY_ID['load'].contract}.",
         )
     seen: dict[str, int] = {}
     repeats = []
@@ -104,8 +104,8 @@ def check_keys(env_id: str, tasks: list[Any]) -> Finding:
             f"env {env_id!r}: task keys repeat: {first['key']!r} is the key of tasks "
             f"{first['indices'][0]} and {first['indices'][1]}"
             + (f" (and {len(repeats) - 1} more)" if len(repeats) > 1 else "")
-            + ". Contract: Task.key is a stable identity, unique within the taskset "
-            "(override Task.key or set TaskData.id).",
+            + f". Contract: {BY_ID['load'].contract} (Task.key is a stable identity: "
+            "override it, or set TaskData.id).",
             repeats=repeats,
         )
     return load_finding(env_id, "passed", f"env {env_id!r}: {len(tasks)} task(s), keys unique")
@@ -148,9 +148,8 @@ async def check_determinism_load(env_id: str, spec: dict[str, Any], own: list[st
                 "determinism.load", "determinism", None, "failed",
                 f"env {env_id!r}: two loads gave different tasks: the load with "
                 f"PYTHONHASHSEED=1 and the load in {name} first differ at task {diverge} "
-                f"({len(reference)} vs {len(hashes)} tasks). Contract: two loads in fresh "
-                "interpreters give the same tasks (Task.hash) in the same order; iterate "
-                "sorted(), not a set.",
+                f"({len(reference)} vs {len(hashes)} tasks; compare Task.hash). Contract: "
+                f"{BY_ID['determinism.load'].contract} (iterate sorted(), not a set).",
                 {"hashes": {k: v[:50] for k, v in runs.items()}, "first_difference": diverge},
             )
     return Finding(

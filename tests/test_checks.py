@@ -1,0 +1,172 @@
+"""Every check family fails on its broken-by-design fixture, on exactly the broken task,
+with a message naming the env, the task, the contract and what was observed, while the
+rest passes; the well-behaved fixtures pass everything. Driven through the pytest plugin
+(`pytester`), as an env author runs it."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vfcheck.checks import BY_ID
+
+pytest_plugins = ["pytester"]
+
+Unit = tuple[str, int | None]
+
+BROKEN: dict[str, set[Unit]] = {
+    "vfc-broken-determinism": {("determinism.load", None), ("determinism.replay", 1)},
+    "vfc-broken-setup": {("setup", 1)},
+    "vfc-broken-gold": {("gold", 1)},
+    "vfc-broken-noop": {("noop", 1)},
+    "vfc-broken-episode": {("episode", 1)},
+    "vfc-broken-lifecycle": {("lifecycle", 1)},
+    "vfc-broken-preview": {("preview", 1)},
+    "vfc-broken-robustness": {("robustness", 1)},
+}
+"""Each broken fixture and the findings that must fail on it: nothing else may."""
+
+LOAD_BROKEN = {
+    "vfc-broken-load-raises": "ValueError: dataset file missing",
+    "vfc-broken-load-network": "reached for the network (huggingface.co)",
+    "vfc-broken-load-empty": "yielded no task",
+    "vfc-broken-load-dupkeys": "task keys repeat",
+    "vfc-broken-load-import": "No module named 'vfc_no_such_dependency'",
+    "vfc-broken-load-two": "exports 2 Taskset subclasses",
+}
+
+WELL_BEHAVED = ["vfc-echo", "vfc-multiturn", "vfc-duet"]
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@dataclass
+class PluginRun:
+    """`pytest --vf-env ...` run as a user runs it, in a folder of its own."""
+
+    ret: int
+    stdout: str
+    envs: dict[str, Any]
+
+    @property
+    def lines(self) -> list[str]:
+        return self.stdout.splitlines()
+
+
+def run_plugin(cwd: Path, fixtures_dir: Path, envs: list[str], *extra: str) -> PluginRun:
+    report = cwd / "vfcheck.json"
+    args = [a for env in envs for a in ("--vf-env", env)]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, f"--vf-path={fixtures_dir}",
+         "--vf-json", str(report), "-p", "no:cacheprovider", "-rA", *extra],
+        cwd=cwd, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
+    )
+    data = json.loads(report.read_text())
+    return PluginRun(done.returncode, done.stdout, {env["id"]: env for env in data["envs"]})
+
+
+def units_with(env: dict[str, Any], outcomes: set[str]) -> set[Unit]:
+    return {
+        (f["check"], f["task"]["index"] if f["task"] else None)
+        for f in env["findings"] if f["outcome"] in outcomes
+    }
+
+
+@pytest.fixture(scope="module")
+def broken_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
+    """The broken fixtures, checked once for all the tests that read the verdicts."""
+    return run_plugin(tmp_path_factory.mktemp("broken"), FIXTURES, sorted(BROKEN))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", sorted(BROKEN))
+def test_each_family_fails_on_exactly_the_broken_task(
+    broken_run: PluginRun, env_id: str
+) -> None:
+    assert broken_run.ret == 1
+    env = broken_run.envs[env_id]
+    assert units_with(env, {"failed", "error"}) == BROKEN[env_id]
+    for finding in env["findings"]:
+        unit = (finding["check"], finding["task"]["index"] if finding["task"] else None)
+        if unit in BROKEN[env_id]:
+            message = finding["message"]
+            assert f"env {env_id!r}" in message
+            if finding["task"] is not None:
+                assert f"task {finding['task']['index']} ({finding['task']['key']})" in message
+            assert BY_ID[finding["check"]].contract in message
+        else:  # the rest passes, or is skipped with its reason
+            assert finding["outcome"] in {"passed", "skipped"}, finding
+
+
+@pytest.mark.slow
+def test_a_failing_item_is_reported_under_its_node_id_with_a_replay_line(
+    broken_run: PluginRun,
+) -> None:
+    assert any(line.startswith("FAILED vfc-broken-gold::gold[1]") for line in broken_run.lines)
+    assert not any(line.startswith("FAILED vfc-broken-gold::gold[0]")
+                   for line in broken_run.lines)
+    replay = [line for line in broken_run.lines
+              if line.startswith("replay: pytest --vf-env vfc-broken-gold ")]
+    assert replay and replay[0].endswith("--vf-only 'gold[1]'")
+
+
+@pytest.mark.slow
+def test_the_printed_replay_line_runs_exactly_that_item(
+    broken_run: PluginRun, pytester: pytest.Pytester,
+) -> None:
+    line = next(x for x in broken_run.lines if x.startswith("replay: ")
+                and "vfc-broken-noop" in x)
+    words = shlex.split(line.removeprefix("replay: "))
+    assert words[0] == "pytest"
+    again = pytester.runpytest_subprocess(*words[1:], "-p", "no:cacheprovider", timeout=600)
+    again.assert_outcomes(failed=1)
+    again.stdout.fnmatch_lines(["*vfc-broken-noop::noop[[]1[]]*"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", WELL_BEHAVED)
+def test_well_behaved_envs_pass_every_check(tmp_path: Path, env_id: str) -> None:
+    run = run_plugin(tmp_path, FIXTURES, [env_id])
+    env = run.envs[env_id]
+    bad = [f for f in env["findings"] if f["outcome"] not in {"passed", "skipped"}]
+    assert bad == [], bad
+    assert run.ret == 0
+    families = {f["check"] for f in env["findings"]}
+    assert families == {spec.id for spec in BY_ID.values()}
+
+
+@pytest.mark.slow
+def test_load_failures_are_one_failing_item_each_and_other_envs_still_run(
+    tmp_path: Path,
+) -> None:
+    run = run_plugin(tmp_path, FIXTURES, [*sorted(LOAD_BROKEN), "vfc-echo"],
+                     "--vf-checks", "gold")
+    envs = run.envs
+    assert run.ret == 1
+    for env_id, cause in LOAD_BROKEN.items():
+        (finding,) = envs[env_id]["findings"]
+        assert (finding["check"], finding["outcome"]) == ("load", "failed")
+        assert cause in finding["message"] and "\n" not in finding["message"]
+        assert any(line.startswith(f"FAILED {env_id}::load") for line in run.lines)
+    assert units_with(envs["vfc-echo"], {"passed"}) == {
+        ("load", None), ("gold", 0), ("gold", 1), ("gold", 2)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", ["vfc-broken-setup-hang", "vfc-broken-setup-block"])
+def test_a_hanging_or_blocking_setup_is_bounded(tmp_path: Path, env_id: str) -> None:
+    """A sync sleep in a hook freezes the worker's event loop: the supervisor kills it at
+    the hard deadline, names the task, and the other tasks are still checked."""
+    run = run_plugin(tmp_path, FIXTURES, [env_id, "vfc-echo"],
+                     "--vf-checks", "setup,gold", "--vf-timeout", "3")
+    envs, result = run.envs, run
+    assert units_with(envs[env_id], {"failed", "error"}) == {("setup", 1)}
+    assert units_with(envs[env_id], {"passed"}) >= {("setup", 0), ("setup", 2), ("gold", 0)}
+    assert units_with(envs["vfc-echo"], {"failed", "error"}) == set()
+    assert result.ret == 1
