@@ -170,7 +170,13 @@ class EnvCollector(pytest.Collector):
         units: list[Unit] = [("load", None)]
         if log.plan is not None:
             units = expected_units(log.plan, self.vf.options.families)
-        return [CheckItem.from_parent(self, name=_unit_name(u), unit=u) for u in units]
+        # Node ids given as strings parse the way pytest parses the ids it caches, so
+        # `--lf` finds these items again (pytest 9 keeps node ids structured).
+        return [
+            CheckItem.from_parent(self, name=_unit_name(u), nodeid=f"{self.name}::{_unit_name(u)}",
+                                  unit=u)
+            for u in units
+        ]
 
 
 def _unit_name(unit: Unit) -> str:

@@ -51,6 +51,8 @@ class Worker:
         self.events = Path(spec["events"])
         self.timeout: float = float(spec.get("timeout", 60.0))
         self.task_of: dict[int, Any] = {}
+        self.container_roles: list[str] = []
+        """Roles whose harness needs a container (`Harness.NEEDS_CONTAINER`): no episodes."""
 
     def emit(self, event: str, **data: Any) -> None:
         append_event(self.events, {"event": event, "t": time.time(), **data})
@@ -122,6 +124,7 @@ class Worker:
             return
         env, tasks, tiers = loaded
         self.task_of = {t.data.idx: t for t in tasks}
+        self.container_roles = container_roles(tiers)
         sample = [t.data.idx for t in tasks[: int(self.spec.get("sample", 3))]]
         self.emit(
             "plan",
@@ -205,6 +208,13 @@ class Worker:
         async def one(unit: Unit) -> None:
             check, index = unit
             task = self.task_of.get(index) if index is not None else None
+            skip_reason = self.skip_reason(check, task)
+            if skip_reason is not None:
+                self.emit_finding(Finding(
+                    check, BY_ID[check].family,
+                    TaskId(task.data.idx, str(task.key)) if task is not None else None,
+                    "skipped", skip_reason, {}))
+                return
             if task is not None and index in setup_failed and check != "setup":
                 self.emit_finding(Finding(
                     check, BY_ID[check].family, TaskId(task.data.idx, str(task.key)), "skipped",
@@ -237,6 +247,21 @@ class Worker:
         await asyncio.gather(*(gated(u) for u in rest if u[0] == "setup"))
         await asyncio.gather(*(gated(u) for u in rest if u[0] != "setup"))
 
+    def skip_reason(self, check: str, task: Any) -> str | None:
+        """Why vfcheck cannot run `check` on `task` offline, if it cannot."""
+        from vfcheck.checks.validate import needs_container
+
+        if task is None:
+            return None
+        where = f"env {self.env_id!r}, task {task.data.idx} ({task.key})"
+        if BY_ID[check].scope == "sample" and self.container_roles:
+            return (f"{where}: {'; '.join(self.container_roles)} — vfcheck plays episodes "
+                    "offline in the subprocess runtime")
+        if BY_ID[check].scope == "sample" and needs_container(task):
+            return (f"{where}: needs a container runtime (NEEDS_CONTAINER, TaskData.image or "
+                    "TaskData.agent_user); vfcheck runs offline in the subprocess runtime")
+        return None
+
     def timed_out(self, check: str, task: Any, deadline: float) -> Finding:
         tid = TaskId(task.data.idx, str(task.key)) if task is not None else None
         where = f"env {self.env_id!r}" + (f", {tid.label()}" if tid else "")
@@ -244,6 +269,21 @@ class Worker:
             check, BY_ID[check].family, tid, "failed",
             f"{where}: {check} did not finish within {deadline:g}s (timeout {self.timeout:g}s "
             f"per step). Contract: {BY_ID[check].contract}.", {"deadline": deadline})
+
+
+def container_roles(tiers: list[Any]) -> list[str]:
+    from verifiers.v1.utils.loaders import harness_class
+
+    found = []
+    for tier in tiers:
+        try:
+            needs = bool(harness_class(tier.harness).NEEDS_CONTAINER)
+        except Exception:  # noqa: BLE001 - an unloadable harness fails the episodes instead
+            needs = False
+        if needs:
+            found.append(f"role {tier.role!r} harness {tier.harness!r} needs a container "
+                         "runtime (NEEDS_CONTAINER)")
+    return found
 
 
 async def main_async(spec: dict[str, Any]) -> None:

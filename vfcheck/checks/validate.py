@@ -45,7 +45,10 @@ def validate_config(env: Any, timeout: float) -> Any:
 
 
 def needs_container(task: Any) -> bool:
-    return bool(type(task).NEEDS_CONTAINER or task.data.image)
+    """A task vfcheck cannot run offline on the host: it declares a container, an image, or
+    an `agent_user` (verifiers creates that user with `useradd` in the box — on the host, in
+    the subprocess runtime)."""
+    return bool(type(task).NEEDS_CONTAINER or task.data.image or task.data.agent_user)
 
 
 def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any]) -> Finding:
@@ -81,8 +84,9 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any) -> Finding:
     if needs_container(task):
         return Finding(
             mode, mode, tid, "skipped",
-            f"env {env_id!r}, {tid.label()}: needs a container runtime (NEEDS_CONTAINER or "
-            "TaskData.image); vfcheck runs offline in the subprocess runtime", {},
+            f"env {env_id!r}, {tid.label()}: needs a container runtime (NEEDS_CONTAINER, "
+            "TaskData.image or TaskData.agent_user); vfcheck runs offline in the subprocess "
+            "runtime", {},
         )
     api = validate_api()
     if isinstance(api, str):
