@@ -90,3 +90,55 @@ def test_mock_server_answers_the_real_vf_eval(
     rewards = [json.loads(line)["traces"][0]["rewards"] for line in traces.read_text().splitlines()]
     assert len(rewards) == 2
     assert all(r["echoed"]["score"] == 1.0 for r in rewards), rewards
+
+
+def test_check_exit_code_json_and_junit(fixtures_dir: Path, tmp_path: Path) -> None:
+    done = vfcheck("check", "vfc-broken-gold", "--path", str(fixtures_dir), "--checks", "gold",
+                   "--json", "report.json", "--junit-xml", "report.xml", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr[-2000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["verifiers"] and report["vfcheck"]
+    (env,) = report["envs"]
+    outcomes = {(f["check"], (f["task"] or {}).get("index")): f["outcome"]
+                for f in env["findings"]}
+    assert outcomes == {("load", None): "passed", ("gold", 0): "passed",
+                        ("gold", 1): "failed", ("gold", 2): "skipped"}
+    import xml.etree.ElementTree as ET
+
+    suite = ET.parse(tmp_path / "report.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "1" and suite.get("skipped") == "1"
+    failed = [c.get("name") for c in suite if c.find("failure") is not None]
+    assert failed == ["gold[1]"]
+    assert "gold[1] FAILED: env 'vfc-broken-gold', task 1 (vfc-echo:ping)" in done.stdout
+
+
+def test_check_passes_with_exit_0_on_a_well_behaved_env(fixtures_dir: Path, tmp_path: Path) -> None:
+    done = vfcheck("check", "vfc-echo", "--path", str(fixtures_dir), "--checks", "setup,noop",
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "verifiers 0.4" in done.stdout  # the header says what ran
+
+
+def test_check_usage_errors_exit_2(tmp_path: Path) -> None:
+    assert vfcheck("check", cwd=tmp_path).returncode == 2
+    done = vfcheck("check", "vfc-echo", "--checks", "gold,golden-typo", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "unknown check family golden-typo" in done.stderr
+
+
+def test_check_reads_tool_vfcheck_from_pyproject(fixtures_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.vfcheck]\npaths = ["{fixtures_dir}"]\nchecks = ["noop"]\nnum_tasks = 1\n')
+    done = vfcheck("check", "vfc-broken-noop", "--json", "r.json", cwd=tmp_path)
+    env = json.loads((tmp_path / "r.json").read_text())["envs"][0]
+    assert [(f["check"], (f["task"] or {}).get("index")) for f in env["findings"]] == [
+        ("load", None), ("noop", 0)]
+    assert done.returncode == 0
+
+
+def test_list_checks_prints_the_catalogue(tmp_path: Path) -> None:
+    done = vfcheck("list-checks", cwd=tmp_path)
+    assert done.returncode == 0
+    for family in ("load", "determinism.load", "setup", "gold", "noop", "episode",
+                   "lifecycle", "preview", "robustness", "determinism.replay"):
+        assert family in done.stdout

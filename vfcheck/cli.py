@@ -268,7 +268,7 @@ def _conclude(console: Any, reports: list[Any], args: argparse.Namespace, *,
     for report in reports:
         console.print(findings_table(report))
         for text in failure_text(report):
-            console.print(text, highlight=False, markup=False)
+            console.print(text, highlight=False, markup=False, soft_wrap=True)
     if args.json is not None:
         write_json(args.json, json_report(reports, verifiers=verifiers, seed=seed))
     if args.junit_xml is not None:
@@ -293,7 +293,9 @@ def cmd_list_checks(args: argparse.Namespace) -> int:
     from vfcheck.checks import CATALOGUE
 
     table = Table(title="vfcheck checks")
-    for column in ("family", "id", "per", "fails when", "why it matters"):
+    for column in ("family", "id", "per"):
+        table.add_column(column, no_wrap=True)
+    for column in ("fails when", "why it matters"):
         table.add_column(column, overflow="fold")
     for spec in CATALOGUE:
         table.add_row(spec.family, spec.id, spec.scope, spec.fails_when, spec.why)

@@ -62,8 +62,10 @@ def short_message(finding: Finding) -> str:
 def findings_table(env: EnvReport) -> Table:
     counts = ", ".join(f"{n} {k}" for k, n in env.counts().items() if n)
     table = Table(title=f"{env.id}: {counts or 'no findings'}", title_justify="left")
-    for column in ("check", "task", "outcome", "message"):
-        table.add_column(column, overflow="fold")
+    table.add_column("check", no_wrap=True)
+    table.add_column("task", overflow="fold")
+    table.add_column("outcome", no_wrap=True)
+    table.add_column("message", overflow="fold")
     for f in env.findings:
         task = "-" if f.task is None else f"{f.task.index} {_cell(f.task.key, 24)}"
         table.add_row(f.check, task, f"[{OUTCOME_STYLE[f.outcome]}]{f.outcome}[/]",
