@@ -34,6 +34,19 @@ def test_run_plays_the_sample_and_writes_episodes(fixtures_dir: Path, tmp_path: 
     assert "role 'agent': fast tier" in done.stderr
 
 
+@pytest.mark.slow
+def test_run_finds_the_installed_uv_without_the_venv_on_path(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """Harness programs are uv scripts; a venv python called by full path has no uv on
+    PATH, so vfcheck puts the uv of its `uv` dependency there."""
+    done = vfcheck("run", "vfc-echo", "--path", str(fixtures_dir), "-n", "1", "--harness", "env",
+                   cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = (tmp_path / "vfcheck-runs" / "vfc-echo" / "episodes.jsonl").read_text()
+    assert json.loads(line)["reward"] == 1.0
+
+
 def test_run_of_an_unknown_env_fails_in_one_line(tmp_path: Path) -> None:
     done = vfcheck("run", "no-such-env-v9", cwd=tmp_path)
     assert done.returncode == 1

@@ -102,6 +102,16 @@ async def test_multi_turn_and_two_role_envs_run_on_the_fast_tier(
 
 
 @pytest.mark.slow
+async def test_multi_turn_env_on_the_env_tier(fixtures_dir: Path) -> None:
+    summary = await run_episodes("vfc-multiturn", num_tasks=1, harness="env",
+                                 paths=[str(fixtures_dir)])
+    (result,) = summary.results
+    assert result.errors() == [] and result.reward == 1.0
+    (trace,) = result.traces
+    assert len(trace.assistant_messages) == 2  # two user turns, two replies
+
+
+@pytest.mark.slow
 async def test_two_role_env_on_the_env_tier(fixtures_dir: Path) -> None:
     summary = await run_episodes("vfc-duet", num_tasks=1, harness="env", paths=[str(fixtures_dir)])
     assert {t.role for t in summary.tiers} == {"a", "b"}
@@ -112,6 +122,7 @@ async def test_two_role_env_on_the_env_tier(fixtures_dir: Path) -> None:
 FAULTS = {
     "status-500": (Reply.fault("status", status=500), "ProviderError"),
     "status-429": (Reply.fault("status", status=429), "ProviderError"),
+    "status-503": (Reply.fault("status", status=503), "ProviderError"),
     "malformed": (Reply.fault("malformed"), "ProviderError"),
     "cut": (Reply.fault("cut"), "ProviderError"),
 }
