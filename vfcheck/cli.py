@@ -80,6 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_env_options(check)
     check.set_defaults(harness=None)
 
+    library = sub.add_parser(
+        "library", help="hold the installed verifiers to the contracts vfcheck relies on")
+    library.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report")
+    library.add_argument("--junit-xml", type=Path, metavar="FILE", help="write JUnit XML")
+    library.add_argument("--no-baseline", action="store_true",
+                         help="report known behaviours of this verifiers as failed, not expected")
+
     sub.add_parser("list-checks", help="print the check catalogue")
 
     mock = sub.add_parser("mock-server", help="serve the scripted model on 127.0.0.1")
@@ -286,6 +293,26 @@ def _version() -> str:
     return __version__
 
 
+def cmd_library(args: argparse.Namespace) -> int:
+    """The library suite in this process (it imports verifiers: `vfcheck library` asked)."""
+    import importlib.metadata
+
+    from rich.console import Console
+
+    from vfcheck.findings import EnvReport
+    from vfcheck.library import library_findings
+    from vfcheck.offline import prepare_process_env
+
+    prepare_process_env()
+    console = Console()
+    verifiers = importlib.metadata.version("verifiers")
+    console.print(f"vfcheck {_version()} · library suite · verifiers {verifiers} · baseline "
+                  f"{'off' if args.no_baseline else 'on'}")
+    env_id, findings = library_findings(baseline=not args.no_baseline)
+    report = EnvReport(id=env_id, harness="-", findings=findings)
+    return _conclude(console, [report], args, seed=None, verifiers=verifiers)
+
+
 def cmd_list_checks(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -303,8 +330,8 @@ def cmd_list_checks(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "check": cmd_check, "list-checks": cmd_list_checks,
-            "mock-server": cmd_mock_server}
+COMMANDS = {"run": cmd_run, "check": cmd_check, "library": cmd_library,
+            "list-checks": cmd_list_checks, "mock-server": cmd_mock_server}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

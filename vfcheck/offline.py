@@ -90,14 +90,15 @@ def offline_env_config(
     the config to the env class, so the config is resolved twice.
     """
     import verifiers.v1 as vf
-    from verifiers.v1.configs.agent import agent_config_fields
+
+    from vfcheck.compat import agent_roles
 
     data: dict[str, Any] = {"taskset": {"id": env_id}}
     for key, value in (env_args or {}).items():
         dotted = key if "." in key else f"taskset.{key}"
         _set_dotted(data, dotted, value)
     first = vf.resolve_env_config(data)
-    for role in agent_config_fields(first):
+    for role in agent_roles(first):
         role_data = data.setdefault(role, {})
         role_data["runtime"] = dict(SUBPROCESS_RUNTIME)
         if harness and role in harness:

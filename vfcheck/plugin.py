@@ -33,13 +33,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--vf-script", default=None, metavar="FILE", help="the user's script file (TOML)")
     add("--vf-seed", type=int, default=None, help="seed of the default script")
     add("--vf-json", default=None, metavar="FILE", help="write the JSON report")
+    add("--vf-library", action="store_true", default=False,
+        help="check the installed verifiers against the contracts vfcheck relies on")
+    add("--vf-no-baseline", action="store_true", default=False,
+        help="with --vf-library: report known behaviours as failed, not expected")
     add("--vf-only", action="append", default=[], metavar="ITEM",
         help="run only these items, e.g. 'gold[1]' or 'lifecycle' (repeatable)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "vfcheck(family): an item made by vfcheck")
-    if not config.getoption("vf_env"):
+    if not (config.getoption("vf_env") or config.getoption("vf_library")):
         return
     from vfcheck.pytest_session import VfcheckSession
 

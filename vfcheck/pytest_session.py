@@ -13,9 +13,13 @@ Nothing here imports verifiers.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import shlex
 import shutil
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +33,7 @@ from vfcheck.report import json_report, write_json
 from vfcheck.supervisor import EnvCheck, event_file, expected_units
 
 RUN_DIR_KEY = "vfcheck_run_dir"
+LIBRARY_REPORT = "library.json"
 
 
 def options_from_config(config: pytest.Config) -> CheckOptions:
@@ -83,6 +88,8 @@ class VfcheckSession:
         self.checks: dict[str, EnvCheck] = {}
         self.run_dir: Path | None = None
         self.owner = False
+        self.library = bool(config.getoption("vf_library"))
+        self._library_proc: subprocess.Popen[bytes] | None = None
 
     # -- the run
 
@@ -100,6 +107,13 @@ class VfcheckSession:
             check = EnvCheck(env_id, self.options, self.run_dir)
             check.start()
             self.checks[env_id] = check
+        if self.library:
+            # verifiers is imported there, not here; it runs while collection goes on.
+            self._library_proc = subprocess.Popen(
+                [sys.executable, "-m", "vfcheck.library", "--json",
+                 str(self.run_dir / LIBRARY_REPORT),
+                 *(["--no-baseline"] if self.config.getoption("vf_no_baseline") else [])],
+                stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -124,12 +138,35 @@ class VfcheckSession:
             session.ihook.pytest_collectreport(report=pytest.CollectReport(
                 collector.nodeid, "passed", None, collected))
             added += [item for item in collected if isinstance(item, pytest.Item)]
+        if self.library:
+            library = LibraryCollector.from_parent(
+                session, name="verifiers", nodeid=f"verifiers@{_verifiers_version()}",
+                path=config.rootpath / "verifiers", vf=self)
+            found: list[pytest.Item | pytest.Collector] = list(library.collect())
+            session.ihook.pytest_collectreport(report=pytest.CollectReport(
+                library.nodeid, "passed", None, found))
+            added += [item for item in found if isinstance(item, pytest.Item)]
         if self.only:
             added = [item for item in added if any(
                 item.name == want or item.name.split("[")[0] == want for want in self.only)]
         items.extend(added)
 
+    def library_report(self) -> dict[str, Any]:
+        """The library suite's JSON report, once its run has written it."""
+        assert self.run_dir is not None
+        path = self.run_dir / LIBRARY_REPORT
+        while not path.exists():
+            if self._library_proc is not None and self._library_proc.poll() is not None:
+                if not path.exists():
+                    raise RuntimeError("vfcheck: the library suite ended without a report "
+                                       f"(exit {self._library_proc.returncode})")
+            time.sleep(0.2)
+        report: dict[str, Any] = json.loads(path.read_text())
+        return report
+
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        if not self.env_ids:
+            return [f"vfcheck: library suite, verifiers {_verifiers_version()}"]
         seed = self.options.seed if self.options.seed is not None else 0
         return [
             f"vfcheck: verifiers {importlib.metadata.version('verifiers')}, envs "
@@ -149,6 +186,8 @@ class VfcheckSession:
             write_json(Path(json_path), json_report(
                 reports, verifiers=importlib.metadata.version("verifiers"),
                 seed=self.options.seed))
+        if self._library_proc is not None and self._library_proc.poll() is None:
+            self._library_proc.kill()
         if self.run_dir is not None:
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
@@ -177,6 +216,51 @@ class EnvCollector(pytest.Collector):
                                   unit=u)
             for u in units
         ]
+
+
+def _verifiers_version() -> str:
+    return importlib.metadata.version("verifiers")
+
+
+class LibraryCollector(pytest.Collector):
+    """`verifiers@<version>`: one item per library finding (`usage`, `api`, `lifecycle`,
+    `preview`). The owner process runs the suite; every process reads its report."""
+
+    def __init__(self, *, vf: VfcheckSession, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.vf = vf
+
+    def collect(self) -> list[LibraryItem]:
+        (env,) = self.vf.library_report()["envs"]
+        return [
+            LibraryItem.from_parent(self, name=f["check"], nodeid=f"{self.nodeid}::{f['check']}",
+                                    finding=Finding.from_dict(f))
+            for f in env["findings"]
+        ]
+
+
+class LibraryItem(pytest.Item):
+    """A library finding: `expected` (a baselined behaviour) is an xfail."""
+
+    def __init__(self, *, finding: Finding, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.finding = finding
+
+    def runtest(self) -> None:
+        outcome = self.finding.outcome
+        if outcome == "expected":
+            pytest.xfail(f"baselined: {self.finding.message}")
+        if outcome == "skipped":
+            raise pytest.skip.Exception(self.finding.message, _use_item_location=True)
+        if outcome in ("failed", "error"):
+            raise CheckFailed(self.finding)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        return str(excinfo.value)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, 0, self.nodeid
 
 
 def _unit_name(unit: Unit) -> str:

@@ -111,8 +111,8 @@ def write_junit(path: Path, envs: list[EnvReport]) -> None:
                 ET.SubElement(case, "failure", message=f.message.splitlines()[0]).text = f.message
             elif f.outcome == "error":
                 ET.SubElement(case, "error", message=f.message.splitlines()[0]).text = f.message
-            elif f.outcome == "skipped":
-                ET.SubElement(case, "skipped", message=f.message)
+            elif f.outcome in ("skipped", "expected"):  # expected: a baselined behaviour
+                ET.SubElement(case, "skipped", message=f"{f.outcome}: {f.message}")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)

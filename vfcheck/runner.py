@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import itertools
 import json
 import math
 import time
@@ -27,6 +29,8 @@ MOCK_BASE_URL = "http://vfcheck-mock.invalid/v1"
 """Unresolvable on purpose: only the in-process mock can answer it."""
 MOCK_MODEL = "vfcheck-scripted"
 BUILTIN_CHAT_HARNESSES = frozenset({"null", "bash"})
+HARNESS_ID = "vfcheck-chat"
+"""The fast tier's harness id (module `vfcheck_chat`, implementation `vfcheck.fast_harness`)."""
 """verifiers' in-house chat loops; a role on one of these has no harness of the env's own."""
 
 
@@ -116,7 +120,7 @@ def role_tiers(env: Any, requested: HarnessTier) -> list[RoleTier]:
     """Decide the tier per role. `fast` applies to a role whose harness is one of
     verifiers' chat loops (no harness of the env's own) and whose tasks offer no tools;
     elsewhere the role keeps the env's harness, and the reason says why."""
-    from vfcheck.fast_harness import HARNESS_ID
+    from vfcheck.compat import chat_program_missing, verifiers_version
 
     taskset = env.taskset
     task_cls = type(taskset).task_type()
@@ -134,6 +138,9 @@ def role_tiers(env: Any, requested: HarnessTier) -> list[RoleTier]:
             tiers.append(RoleTier(role, "env", hid, f"the env's own harness {hid!r}"))
         elif has_tools:
             tiers.append(RoleTier(role, "env", hid, "the tasks offer tools"))
+        elif chat_program_missing():
+            tiers.append(RoleTier(role, "env", hid, f"verifiers {verifiers_version()} lacks "
+                                  "the bundled chat program the fast tier runs"))
         else:
             tiers.append(RoleTier(role, "fast", HARNESS_ID, f"replaces {hid!r}"))
     return tiers
@@ -190,10 +197,25 @@ def load_error_cause(error: BaseException) -> str:
 
 def load_tasks(env: Any, num_tasks: int | None) -> list[Any]:
     """The env's tasks in `load()` order; an infinite taskset needs `num_tasks`."""
+    return [with_index(task, i) for i, task in enumerate(_iterate(env, num_tasks))]
+
+
+def with_index(task: Any, position: int) -> Any:
+    """The task with `data.idx` set (0.4's `Taskset.__iter__` sets it; older ones don't)."""
+    if task.data.idx is not None:
+        return task
+    clone = copy.copy(task)
+    clone.data = task.data.model_copy(update={"idx": position})
+    return clone
+
+
+def _iterate(env: Any, num_tasks: int | None) -> list[Any]:
     taskset = env.taskset
     if num_tasks is not None:
-        taskset = taskset.take(num_tasks)
-    elif not taskset.bounded:
+        return list(itertools.islice(iter(taskset), num_tasks))
+    # `Taskset.bounded` is 0.4's; older tasksets only say INFINITE
+    bounded = getattr(taskset, "bounded", not getattr(taskset, "INFINITE", False))
+    if not bounded:
         raise EnvLoadError(
             f"env {env.config.env_id!r}: {type(env.taskset).__name__} is infinite "
             "(INFINITE = True); bound it with -n N / --vf-num-tasks N"
@@ -289,9 +311,13 @@ class EnvRunner:
         result = EpisodeResult(task=info, rollout=rollout, episode=None)
         start = time.perf_counter()
         slot = self.env.slots(task, 1)[0]
+        from vfcheck.compat import episode_hooks_missing
+
+        # verifiers without the lifecycle hooks: play blind (no notify log, no task binding)
+        hooks = {} if episode_hooks_missing() else {"on_trace": recorder.on_trace}
         try:
             result.episode = await asyncio.wait_for(
-                self.env.run_slot(slot, self.ctx, on_trace=recorder.on_trace), timeout
+                self.env.run_slot(slot, self.ctx, **hooks), timeout
             )
         except TimeoutError:
             result.runner_error = f"episode exceeded the runner's {timeout:g}s deadline"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from vfcheck.checks import BY_ID, select
+from vfcheck.compat import episode_hooks_missing, lacks_message
 from vfcheck.events import Unit, append_event
 from vfcheck.findings import Finding, TaskId
 from vfcheck.offline import prepare_process_env
@@ -254,6 +255,9 @@ class Worker:
         if task is None:
             return None
         where = f"env {self.env_id!r}, task {task.data.idx} ({task.key})"
+        if BY_ID[check].scope == "sample" and episode_hooks_missing():
+            return (f"{where}: {lacks_message(episode_hooks_missing())}, which the episode "
+                    "checks need")
         if BY_ID[check].scope == "sample" and self.container_roles:
             return (f"{where}: {'; '.join(self.container_roles)} — vfcheck plays episodes "
                     "offline in the subprocess runtime")

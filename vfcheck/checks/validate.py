@@ -48,7 +48,9 @@ def needs_container(task: Any) -> bool:
     """A task vfcheck cannot run offline on the host: it declares a container, an image, or
     an `agent_user` (verifiers creates that user with `useradd` in the box — on the host, in
     the subprocess runtime)."""
-    return bool(type(task).NEEDS_CONTAINER or task.data.image or task.data.agent_user)
+    data = task.data
+    return bool(getattr(type(task), "NEEDS_CONTAINER", False) or getattr(data, "image", None)
+                or getattr(data, "agent_user", None))
 
 
 def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any]) -> Finding:
@@ -90,7 +92,13 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any) -> Finding:
         )
     api = validate_api()
     if isinstance(api, str):
-        return Finding(mode, mode, tid, "skipped", api, {})
+        return Finding(mode, mode, tid, "skipped", f"env {env_id!r}, {tid.label()}: {api}", {})
+    from vfcheck.compat import validate_modes, verifiers_version
+
+    if mode not in validate_modes():
+        return Finding(mode, mode, tid, "skipped",
+                       f"env {env_id!r}, {tid.label()}: verifiers {verifiers_version()} lacks "
+                       f"the {mode} check (verifiers.v1.cli.validate.CHECKS)", {})
     run_check, _ = api
     row = await run_check(task, config, mode)
     return row_finding(env_id, tid, mode, row)

@@ -1,0 +1,405 @@
+"""The library suite on the installed verifiers (0.4.0): what it finds without and with the
+shipped baseline, a reproduction of every baseline entry, the baseline's strictness, and
+feature detection on a verifiers that lacks a hook.
+
+The full suite (CLIs + probe episodes, ~30 s) runs once per test session, shared by every
+xdist worker through a lock file; the tests that need it are `slow`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vfcheck.findings import Finding
+from vfcheck.library import (
+    LIBRARY_FAMILIES,
+    PROBE_ENV,
+    apply_baseline,
+    library_findings,
+    shipped_baseline,
+)
+from vfcheck.library.baseline import Baseline, Entry, parse_baseline
+from vfcheck.library.result import finding
+from vfcheck.library.source import verifiers_root, verifiers_version
+from vfcheck.library.suite import BUNDLED_ENVS
+
+VERSION = verifiers_version()
+SHIPPED = shipped_baseline(VERSION) if VERSION else None
+ENTRIES: list[Entry] = list(SHIPPED.entries) if SHIPPED else []
+needs_baseline = pytest.mark.skipif(SHIPPED is None,
+                                    reason=f"no shipped baseline for verifiers {VERSION}")
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session")
+def raw_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[Finding]]:
+    """`library_findings(baseline=False)` once per session (xdist workers share it)."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    data = shared / "vfcheck-library-raw.json"
+    with _locked(shared / "vfcheck-library.lock"):
+        if not data.is_file():
+            env, findings = library_findings(baseline=False)
+            data.write_text(json.dumps(
+                {"env": env, "findings": [f.as_dict() for f in findings]}, default=str))
+    loaded = json.loads(data.read_text())
+    return loaded["env"], [Finding.from_dict(f) for f in loaded["findings"]]
+
+
+@pytest.fixture
+def raw(raw_run: tuple[str, list[Finding]]) -> list[Finding]:
+    return [replace(f, details=dict(f.details)) for f in raw_run[1]]
+
+
+def by_check(findings: list[Finding]) -> dict[str, Finding]:
+    return {f.check: f for f in findings}
+
+
+# -- the suite on the installed verifiers
+
+
+def test_importing_the_library_suite_does_not_import_verifiers() -> None:
+    code = "import sys, vfcheck.library; print('verifiers' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
+
+
+@pytest.mark.slow
+def test_findings_are_env_level_library_findings_with_unique_ids(
+    raw_run: tuple[str, list[Finding]],
+) -> None:
+    env, findings = raw_run
+    assert env == f"verifiers@{VERSION}"
+    assert {f.family for f in findings} == set(LIBRARY_FAMILIES)
+    assert all(f.task is None for f in findings)
+    checks = [f.check for f in findings]
+    assert len(checks) == len(set(checks))
+    assert not [f for f in findings if f.outcome == "error"], [
+        f.message for f in findings if f.outcome == "error"]
+
+
+@pytest.mark.slow
+def test_every_usage_string_names_vf_commands_that_are_its_console_scripts(
+    raw: list[Finding],
+) -> None:
+    usage = [f for f in raw if f.check.startswith(("usage.names.", "usage.scripts."))]
+    assert {f.check for f in usage} >= {
+        f"usage.{kind}.vf-{cli}" for kind in ("names", "scripts")
+        for cli in ("eval", "validate", "init", "debug", "replay", "gepa")
+    }
+    assert all(f.outcome == "passed" for f in usage), [f.message for f in usage]
+
+
+@pytest.mark.slow
+def test_true_path_claims_pass(raw: list[Finding]) -> None:
+    found = by_check(raw)
+    for check in ("usage.paths.vf-eval.USAGE:configs/resolved/eval.json",
+                  "usage.paths.vf-validate.--output-dir:results.jsonl",
+                  "usage.paths.vf-init.USAGE:--path",
+                  "usage.paths.vf-init.USAGE:./environments"):
+        assert found[check].outcome == "passed", found[check].message
+
+
+@pytest.mark.slow
+def test_api_hooks_and_the_eval_contract_hold(raw: list[Finding]) -> None:
+    api = [f for f in raw if f.family == "api"]
+    assert {"api.Env.run_slot", "api.Trace.watch", "api.PendingTurn.abandon",
+            "api.validate._run_check", "api.WireTrace", "api.eval.serve_flag",
+            "api.eval.hint_logged", "api.eval.hint_dashboard"} <= {f.check for f in api}
+    assert all(f.outcome == "passed" for f in api), [f.message for f in api if f.bad]
+    assert "--serve" in by_check(raw)["api.eval.serve_flag"].message
+
+
+@needs_baseline
+@pytest.mark.slow
+def test_without_baseline_each_known_behaviour_is_a_failed_finding(raw: list[Finding]) -> None:
+    found = by_check(raw)
+    for entry in ENTRIES:
+        assert found[entry.check].outcome == "failed", found[entry.check].message
+        assert found[entry.check].details["observed"] == entry.observed
+    baselined = {e.check for e in ENTRIES}
+    assert [f.check for f in raw if f.bad and f.check not in baselined] == []
+
+
+@needs_baseline
+@pytest.mark.slow
+def test_with_the_shipped_baseline_nothing_fails(raw: list[Finding]) -> None:
+    assert SHIPPED is not None
+    judged = apply_baseline(raw, SHIPPED)
+    assert [f.message for f in judged if f.bad] == []
+    assert sorted(f.check for f in judged if f.outcome == "expected") == sorted(
+        e.check for e in ENTRIES)
+
+
+# -- one reproduction per baseline entry
+
+
+def test_every_baseline_entry_has_a_reproduction() -> None:
+    for entry in ENTRIES:
+        assert entry.check.startswith("usage.paths.") or entry.check in PREVIEW_REPRODUCTIONS
+
+
+@needs_baseline
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.check for e in ENTRIES])
+def test_baseline_entry_cites_the_verifiers_line_it_comes_from(entry: Entry) -> None:
+    root = verifiers_root()
+    assert root is not None
+    rel, _, line = entry.source.partition(":")
+    lines = (root.parent / rel).read_text(encoding="utf-8").splitlines()
+    assert entry.quote in lines[int(line) - 1]
+
+
+USAGE_ENTRIES = [e for e in ENTRIES if e.check.startswith("usage.paths.")]
+
+
+@needs_baseline
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", USAGE_ENTRIES, ids=[e.check for e in USAGE_ENTRIES])
+def test_reproduce_usage_entry(entry: Entry, raw: list[Finding]) -> None:
+    """The claim is in the cited string, and the real run wrote elsewhere (or failed)."""
+    f = by_check(raw)[entry.check]
+    claimed = entry.check.rpartition(":")[2]
+    root = verifiers_root()
+    assert root is not None
+    rel, _, line = f.details["source"].partition(":")
+    said = (root.parent / rel).read_text(encoding="utf-8").splitlines()[int(line) - 1]
+    if claimed == "<output-dir>":
+        assert "<output-dir>" in said
+        assert f.details["command"].startswith("vf-replay ") and "--rich" not in f.details[
+            "command"]
+        assert "valid boolean" in f.details["output"]
+        return
+    assert claimed in said
+    written = f.details["written"]
+    assert claimed not in written
+    leaf = claimed.rpartition("/")[2]
+    assert f"configs/resolved/{leaf}" in written
+
+
+async def _play_hang(*, cancel: bool) -> Any:
+    """One episode of the probe against a model that never answers: ended by a 1 s agent
+    timeout, or cancelled by the caller once the request is previewed. Its notify log."""
+    from vfcheck.model import Reply, ScriptedModel, fixed
+    from vfcheck.recorder import TraceRecorder
+    from vfcheck.runner import EnvRunner, load_tasks
+
+    env_args = {} if cancel else {"agent.timeout.rollout": 3.0}
+    model = ScriptedModel(fixed(Reply.fault("hang")))
+    async with EnvRunner.open(PROBE_ENV, paths=[str(BUNDLED_ENVS)], model=model,
+                              env_args=env_args) as runner:
+        task = load_tasks(runner.env, 1)[0]
+        recorder = TraceRecorder()
+        if not cancel:
+            await runner.play(task, timeout=30, on_trace=recorder.on_trace)
+        else:
+            episode = asyncio.ensure_future(runner.play(task, on_trace=recorder.on_trace))
+            for _ in range(1500):
+                if any(log.trace.pending for log in recorder.logs.values()):
+                    break
+                await asyncio.sleep(0.02)
+            episode.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await episode
+            await asyncio.sleep(1.0)
+    (log,) = recorder.logs.values()
+    return log
+
+
+async def _reproduce_agent_end() -> None:
+    log = await _play_hang(cancel=False)
+    (agent_end,) = [e for e in log.events if "agent.end" in e.boundaries]
+    assert agent_end.pending > 0  # the hung request's preview, after the agent ended
+    assert log.trace.stop_condition == "agent_timeout"
+    assert log.trace.pending == []  # cleared later ...
+    assert log.events[-1].label == "scoring.end" and log.events[-1].pending == 0  # ... seen here
+
+
+async def _reproduce_cancel() -> None:
+    log = await _play_hang(cancel=True)
+    assert log.trace.pending == []  # abandon() cleared it ...
+    assert log.events[-1].pending > 0  # ... but the watcher's last notify still shows it
+    assert log.events[-1].label == "preview"
+
+
+PREVIEW_REPRODUCTIONS = {
+    "preview.agent_timeout.agent_end": _reproduce_agent_end,
+    "preview.cancel.notified": _reproduce_cancel,
+}
+
+
+@needs_baseline
+@pytest.mark.slow
+@pytest.mark.parametrize("check", sorted(PREVIEW_REPRODUCTIONS))
+async def test_reproduce_preview_entry(check: str) -> None:
+    assert check in {e.check for e in ENTRIES}
+    await PREVIEW_REPRODUCTIONS[check]()
+
+
+# -- the baseline is strict
+
+
+def _entry(check: str, observed: str) -> Entry:
+    return Entry(check, observed, "verifiers/v1/x.py:1", "x", "a known behaviour")
+
+
+def test_a_baselined_finding_that_now_passes_is_reported_failed() -> None:
+    passing = finding("preview.cancel.notified", "passed", "watchers are told",
+                      observed="cleared 'call #1 error'")
+    (judged,) = apply_baseline([passing], Baseline("0.4.0", (
+        _entry("preview.cancel.notified", "no notify after the clear"),), "fake.toml"))
+    assert judged.outcome == "failed"
+    assert "no longer holds" in judged.message and "update the baseline" in judged.message
+
+
+def test_a_baselined_failure_that_changed_shape_is_reported_failed() -> None:
+    failing = finding("usage.paths.vf-eval.--resume:configs/eval.json", "failed", "elsewhere",
+                      observed="wrote configs/other/eval.json")
+    (judged,) = apply_baseline([failing], Baseline("0.4.0", (_entry(
+        failing.check, "wrote configs/resolved/eval.json"),), "fake.toml"))
+    assert judged.outcome == "failed" and "update the baseline" in judged.message
+
+
+def test_a_new_failure_and_an_unmatched_entry_are_failed() -> None:
+    new = finding("api.Trace.watch", "failed", "verifiers lacks Trace.watch", observed="x")
+    judged = apply_baseline([new], Baseline("0.4.0", (_entry("api.gone", "y"),), "fake.toml"))
+    assert [(f.check, f.outcome) for f in judged] == [("api.Trace.watch", "failed"),
+                                                      ("api.gone", "failed")]
+    assert "no such check ran" in judged[1].message
+
+
+def test_a_baseline_entry_without_its_citation_is_refused() -> None:
+    with pytest.raises(ValueError, match="lacks source"):
+        parse_baseline({"verifiers": "0.4.0", "expected": [
+            {"check": "a.b", "observed": "x", "quote": "q", "says": "s"}]}, "bad.toml")
+
+
+@needs_baseline
+@pytest.mark.slow
+def test_an_altered_baseline_fails_the_real_run(raw: list[Finding]) -> None:
+    """The shipped baseline with a fake entry for a check that passes (as if 0.4.0 still
+    wrote configs/eval.json), one entry's observation altered, and one entry dropped."""
+    assert SHIPPED is not None
+    fake = _entry("usage.paths.vf-eval.USAGE:configs/resolved/eval.json",
+                  "wrote configs/eval.json")
+    altered = replace(ENTRIES[0], observed="wrote somewhere else")
+    dropped = ENTRIES[-1]
+    entries = (fake, altered, *ENTRIES[1:-1])
+    judged = by_check(apply_baseline(raw, Baseline(SHIPPED.version, entries, "altered.toml")))
+    assert judged[fake.check].outcome == "failed"
+    assert "no longer holds" in judged[fake.check].message
+    assert judged[altered.check].outcome == "failed"
+    assert "wrote somewhere else" in judged[altered.check].message
+    assert judged[dropped.check].outcome == "failed"
+    assert "baseline" not in judged[dropped.check].details
+    assert sum(f.bad for f in judged.values()) == 3
+
+
+def test_library_findings_applies_the_shipped_baseline(monkeypatch: pytest.MonkeyPatch) -> None:
+    import vfcheck.library.suite as suite
+
+    known = [finding(e.check, "failed", "known", observed=e.observed) for e in ENTRIES]
+    fresh = finding("api.Trace.watch", "passed", "there", observed="present")
+
+    async def collect(**_: Any) -> list[Finding]:
+        return [replace(f) for f in (*known, fresh)]
+
+    monkeypatch.setattr(suite, "collect", collect)
+    env, findings = library_findings()
+    assert env == f"verifiers@{VERSION}"
+    assert [f.bad for f in findings] == [False] * len(findings)
+    _, unbaselined = library_findings(baseline=False)
+    assert sum(f.bad for f in unbaselined) == len(ENTRIES)
+    monkeypatch.setattr(suite, "verifiers_version", lambda: "9.9.9")
+    _, unknown = library_findings()
+    assert all("no library baseline for verifiers 9.9.9" in f.message
+               for f in unknown if f.bad)
+
+
+# -- feature detection on an older verifiers
+
+
+def test_a_missing_hook_fails_its_api_check_and_skips_its_dependents(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from verifiers.v1.trace import Trace
+
+    from vfcheck.library.api import hook_findings
+    from vfcheck.library.scenarios import scenario_findings
+
+    monkeypatch.delattr(Trace, "watch")
+    findings, missing = hook_findings("0.3.1")
+    watch = by_check(findings)["api.Trace.watch"]
+    assert watch.outcome == "failed" and "verifiers 0.3.1 lacks Trace.watch" in watch.message
+    played = asyncio.run(scenario_findings(PROBE_ENV, [BUNDLED_ENVS], missing))
+    assert {f.family for f in played} == {"lifecycle", "preview"}
+    assert all(f.outcome == "skipped" and "lacks Trace.watch" in f.message for f in played)
+
+
+def test_usage_names_a_bare_command(tmp_path: Path) -> None:
+    from vfcheck.library.source import Literal
+    from vfcheck.library.usage import UsageString, names_findings
+
+    text = "usage: eval [<taskset-id>] [options]\n       eval @ x --resume\n       prose"
+    usage = UsageString("verifiers.v1.cli.eval.main", Literal(tmp_path / "m.py", 3, 4, text),
+                        "vf-eval")
+    scripts = {"vf-eval": "verifiers.v1.cli.eval.main:main"}
+    found = by_check(names_findings([usage], scripts))
+    assert found["usage.names.vf-eval"].outcome == "failed"
+    assert "bare command(s) eval" in found["usage.names.vf-eval"].message
+    assert found["usage.names.vf-eval"].details["commands"] == ["eval", "eval"]
+
+
+async def test_library_findings_runs_from_inside_an_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import vfcheck.library.suite as suite
+
+    async def collect(**_: Any) -> list[Finding]:
+        return [finding("api.Trace.watch", "passed", "there", observed="present")]
+
+    monkeypatch.setattr(suite, "collect", collect)
+    env, findings = library_findings(baseline=False)  # a loop is running: uses a thread
+    assert env == f"verifiers@{VERSION}" and [f.outcome for f in findings] == ["passed"]
+
+
+@pytest.mark.slow
+def test_front_ends_library_cli_and_plugin(tmp_path: Path) -> None:
+    """`vfcheck library --json` and `pytest --vf-library` report the same findings; with the
+    shipped baseline both are green and the baselined behaviours are expected/xfailed."""
+    out = tmp_path / "library.json"
+    done = subprocess.run([sys.executable, "-m", "vfcheck", "library", "--json", str(out)],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout[-3000:]
+    (env,) = json.loads(out.read_text())["envs"]
+    assert env["id"].startswith("verifiers@")
+    expected = [f for f in env["findings"] if f["outcome"] == "expected"]
+    assert expected and not [f for f in env["findings"] if f["outcome"] in ("failed", "error")]
+    plugin = subprocess.run(
+        [sys.executable, "-m", "pytest", "--vf-library", "-p", "no:cacheprovider", "-q"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert plugin.returncode == 0, plugin.stdout[-3000:]
+    assert f"{len(expected)} xfailed" in plugin.stdout.splitlines()[-1]

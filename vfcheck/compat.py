@@ -1,0 +1,69 @@
+"""What the installed verifiers offers of the hooks vfcheck needs (feature detection).
+
+vfcheck targets verifiers 0.4; 0.3.1 has `verifiers.v1` but none of the lifecycle hooks
+(`Env.run_slot(on_trace=)`, `Trace.watch`, previews). Checks that need a missing hook are
+skipped with "verifiers X lacks Y" instead of crashing; the library suite reports the
+same gaps as `api` findings. Functions here import verifiers: call them in a worker.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+
+
+def verifiers_version() -> str:
+    import verifiers
+
+    return str(getattr(verifiers, "__version__", "?"))
+
+
+@functools.cache
+def episode_hooks_missing() -> tuple[str, ...]:
+    """The lifecycle hooks the episode families need that this verifiers lacks."""
+    from verifiers.v1.env import Env
+    from verifiers.v1.trace import Trace
+
+    missing = []
+    if "on_trace" not in inspect.signature(Env.run_slot).parameters:
+        missing.append("Env.run_slot(on_trace=)")
+    for name in ("watch", "notify", "preview", "clear_preview", "pending"):
+        if not hasattr(Trace, name):
+            missing.append(f"Trace.{name}")
+    return tuple(missing)
+
+
+def chat_program_missing() -> bool:
+    """The fast tier runs verifiers' bundled chat program (`harnesses/utils/launch.py`)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("verifiers.v1.harnesses.utils.launch") is None
+    except ModuleNotFoundError:
+        return True
+
+
+def lacks_message(missing: tuple[str, ...] | list[str]) -> str:
+    return f"verifiers {verifiers_version()} lacks {', '.join(missing)}"
+
+
+def validate_modes() -> set[str]:
+    """The per-task checks `verifiers.v1.cli.validate` runs (`CHECKS`), if any."""
+    try:
+        from verifiers.v1.cli import validate
+    except ImportError:
+        return set()
+    checks = getattr(validate, "CHECKS", None)
+    return set(checks) if isinstance(checks, dict) else set()
+
+
+def agent_roles(config: Any) -> list[str]:
+    """The env config's agent roles (its `AgentConfig` fields)."""
+    try:
+        from verifiers.v1.configs.agent import agent_config_fields
+    except ImportError:
+        from verifiers.v1.configs.agent import AgentConfig
+
+        return [name for name, value in config if isinstance(value, AgentConfig)]
+    return list(agent_config_fields(config))

@@ -1,0 +1,7 @@
+"""`python -m vfcheck.library [--json FILE] [--no-baseline]` is `vfcheck library`."""
+
+import sys
+
+from vfcheck.cli import main
+
+sys.exit(main(["library", *sys.argv[1:]]))
