@@ -1,4 +1,4 @@
-"""nox sessions: tests on 3.11/3.12/3.13, lint (ruff), types (mypy)."""
+"""nox sessions: tests on 3.11/3.12/3.13, lint (ruff), types (mypy), library."""
 
 from __future__ import annotations
 
@@ -46,3 +46,18 @@ def lint(session: nox.Session) -> None:
 def types(session: nox.Session) -> None:
     session.install("-e", ".[dev]")
     session.run("mypy", "vfcheck")
+
+
+@nox.session(python="3.11")
+def library(session: nox.Session) -> None:
+    """The library suite on the installed verifiers, then on 0.3.1 (the oldest with
+    `verifiers.v1`) installed over it: there the missing hooks are findings (exit 1 is
+    expected) and the env suite degrades to skips that name them (exit 0)."""
+    tmp = session.create_tmp()
+    session.install("-e", ".")
+    session.run("vfcheck", "library", "--json", f"{tmp}/library-installed.json")
+    session.install("verifiers==0.3.1")
+    session.run("vfcheck", "library", "--json", f"{tmp}/library-0.3.1.json",
+                success_codes=[0, 1])
+    session.run("vfcheck", "check", "vfc-echo", "--path", "fixtures",
+                "--json", f"{tmp}/env-suite-0.3.1.json")

@@ -328,6 +328,37 @@ class EnvRunner:
         return result
 
 
+async def play_cancelled(runner: EnvRunner, task: Any, on_trace: Callable[[Any], None], *,
+                         wait: float, settle: float) -> tuple[list[Any], bool]:
+    """Play `task`, cancel the episode once a request is previewed (or after `wait` s), then
+    give verifiers `settle` s to abandon the request. Returns the traces minted and whether a
+    preview was seen. The interception server abandons a request when its handler sees the
+    client go away, which can come after the episode's own teardown (a multi-agent env's
+    gather unwinds later), hence the settling."""
+    traces: list[Any] = []
+
+    def minted(trace: Any) -> None:
+        traces.append(trace)
+        on_trace(trace)
+
+    episode = asyncio.ensure_future(runner.play(task, timeout=None, on_trace=minted))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    seen = False
+    while loop.time() < deadline and not episode.done():
+        if any(t.pending for t in traces):
+            seen = True
+            break
+        await asyncio.sleep(0.02)
+    episode.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await episode
+    until = loop.time() + settle
+    while loop.time() < until and any(t.pending for t in traces):
+        await asyncio.sleep(0.05)
+    return traces, seen
+
+
 @dataclass
 class RunSummary:
     env_id: str

@@ -10,7 +10,6 @@ happy ones on the same mock.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import math
 from collections.abc import Callable
@@ -277,38 +276,16 @@ class EpisodeLab:
     async def cancel_mid_request(self, task: Any) -> tuple[list[Any], bool]:
         """Play with a hanging model, cancel once a request is previewed; the traces."""
         from vfcheck.model import Reply, fixed
+        from vfcheck.runner import play_cancelled
 
-        traces: list[Any] = []
         hang = fixed(Reply.fault("hang"))
 
-        def minted(trace: Any) -> None:
+        def assign(trace: Any) -> None:
             self.router.assigned[trace.id] = hang
-            traces.append(trace)
 
         async with self._gate:
-            return await self._cancel_mid_request(task, traces, minted)
-
-    async def _cancel_mid_request(self, task: Any, traces: list[Any],
-                                  minted: Callable[[Any], None]) -> tuple[list[Any], bool]:
-        play = asyncio.ensure_future(self.runner.play(task, timeout=None, on_trace=minted))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout
-        seen = False
-        while loop.time() < deadline and not play.done():
-            if any(t.pending for t in traces):
-                seen = True
-                break
-            await asyncio.sleep(0.02)
-        play.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await play
-        # The interception server abandons the request when its handler sees the client
-        # go away, which can come after the episode's own teardown (a multi-agent env's
-        # gather unwinds later): give it a moment before judging.
-        settle = loop.time() + CANCEL_SETTLE
-        while loop.time() < settle and any(t.pending for t in traces):
-            await asyncio.sleep(0.05)
-        return traces, seen
+            return await play_cancelled(self.runner, task, assign, wait=self.timeout,
+                                        settle=CANCEL_SETTLE)
 
     async def robustness(self, task: Any) -> Finding:
         from vfcheck.model import Reply, fixed

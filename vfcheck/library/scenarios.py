@@ -106,26 +106,13 @@ async def play(runner: Any, task: Any, assign: Callable[[Any], None]) -> Played:
 
 async def play_cancelled(runner: Any, task: Any, assign: Callable[[Any], None]) -> Played:
     """Play with a hanging model; cancel once a request is previewed; let it settle."""
+    from vfcheck.runner import play_cancelled
+
     recorder = TraceRecorder(on_mint=assign)
-    episode = asyncio.ensure_future(runner.play(task, timeout=None, on_trace=recorder.on_trace))
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + PLAY_TIMEOUT
-    played = Played(saw_preview=False)
-    while loop.time() < deadline and not episode.done():
-        played.logs = list(recorder.logs.values())
-        if played.pending():
-            played.saw_preview = True
-            break
-        await asyncio.sleep(0.02)
-    episode.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await episode
-    settle = loop.time() + SETTLE
-    while loop.time() < settle and played.pending():
-        await asyncio.sleep(0.05)
+    _, seen = await play_cancelled(runner, task, recorder.on_trace, wait=PLAY_TIMEOUT,
+                                   settle=SETTLE)
     await asyncio.sleep(LATE_NOTIFY)
-    played.logs = list(recorder.logs.values())
-    return played
+    return Played(saw_preview=seen, logs=list(recorder.logs.values()))
 
 
 def lifecycle_findings(happy: Played) -> list[Finding]:
