@@ -1,0 +1,65 @@
+"""Ctrl-C and SIGTERM in the middle of `vfcheck check`: the findings made so far are in the
+JSON report, the exit code says interrupted, and no worker or harness process is left."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupting_check_keeps_findings_and_leaves_no_process(
+    fixtures_dir: Path, tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
+    report = tmp_path / "report.json"
+    # a hanging setup keeps the run busy long enough to interrupt it mid-way
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vfcheck", "check", "vfc-broken-setup-hang", "--path",
+         str(fixtures_dir), "--timeout", "120", "--json", str(report)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or []],
+                     daemon=True).start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # wait until the first findings are made
+        try:
+            if "setup[0] passed" in lines.get(timeout=1):
+                break
+        except queue.Empty:
+            continue
+    from vfcheck.supervisor import descendants
+
+    children = descendants(proc.pid)  # the worker, its runtimes' programs
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    err = proc.stderr.read() if proc.stderr else ""
+    assert proc.returncode == code, err[-2000:]
+    env = json.loads(report.read_text())["envs"][0]
+    outcomes = {(f["check"], (f["task"] or {}).get("index")): f["outcome"]
+                for f in env["findings"]}
+    assert outcomes[("load", None)] == "passed"
+    assert outcomes[("setup", 0)] == "passed"
+    time.sleep(1)
+    assert children, "the check ran in a worker process"
+    assert [pid for pid in children if alive(pid)] == []
