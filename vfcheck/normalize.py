@@ -126,7 +126,8 @@ _RANDOM_SEGMENTS = (
 
 
 def _scrub_temp_paths(tree: Any) -> Any:
-    roots = [re.compile(rf"(?<![\w.~-]){re.escape(root)}(?=/|\b)") for root in _temp_roots()]
+    # `>` in the lookbehind: `<tmp>/tmp<random>` must not be scrubbed again (idempotence)
+    roots = [re.compile(rf"(?<![\w.~>-]){re.escape(root)}(?=/|\b)") for root in _temp_roots()]
 
     def rewrite(text: str) -> str:
         text = _ANY_VF_CACHE.sub("<tmp>", _MACOS_TEMP.sub("<tmp>", text))
@@ -182,8 +183,10 @@ ID_KEYS = frozenset({"id", "tool_call_id", "call_id", "trace_id", "session_id", 
 _MINTED = re.compile(r"(?=[^\d]*\d)[\w.:-]{8,}\Z")
 """What a minted id looks like: one token with a digit (not `vfcheck-chat`, not a path)."""
 _ID_PATTERNS = (
-    r"(?<![0-9a-fA-F])[0-9a-f]{32}(?![0-9a-fA-F])",  # uuid4().hex: trace ids
-    r"(?<![0-9a-fA-F-])[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}(?![0-9a-fA-F])",
+    # `>` in the lookbehinds: text right after a placeholder was left alone by the first
+    # pass and must be by the next (idempotence)
+    r"(?<![0-9a-fA-F>])[0-9a-f]{32}(?![0-9a-fA-F])",  # uuid4().hex: trace ids
+    r"(?<![0-9a-fA-F>-])[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}(?![0-9a-fA-F])",
     r"\b(?:call|chatcmpl|toolu|resp|msg)[_-](?=[A-Za-z]*\d)[A-Za-z0-9]{16,}\b",
 )
 

@@ -25,7 +25,7 @@ from vfcheck.runner import MOCK_MODEL
 
 CLI_TIMEOUT = 120.0
 """Seconds one CLI run may take (vf-eval with the null harness takes ~15 s)."""
-MOCK_START_TIMEOUT = 30.0
+MOCK_START_TIMEOUT = 120.0
 INIT_PROBE = "vfc-init-probe"
 """The env name the `vf-init` runs scaffold (in scratch folders only)."""
 
@@ -171,8 +171,8 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
 async def mock_server(cwd: Path, env: dict[str, str]) -> AsyncIterator[str]:
     """`vfcheck mock-server --port 0` in a child process; yields the URL it prints first."""
     cwd.mkdir(parents=True, exist_ok=True)
-    out_path = cwd / ".vfcheck-mock.out"
-    with out_path.open("wb") as out, (cwd / ".vfcheck-mock.err").open("wb") as err:
+    out_path, err_path = cwd / ".vfcheck-mock.out", cwd / ".vfcheck-mock.err"
+    with out_path.open("wb") as out, err_path.open("wb") as err:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "vfcheck", "mock-server", "--port", "0",
             cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=err,
@@ -183,8 +183,14 @@ async def mock_server(cwd: Path, env: dict[str, str]) -> AsyncIterator[str]:
             while not url:
                 first = out_path.read_text(encoding="utf-8").splitlines()[:1]
                 url = first[0].strip() if first and first[0].startswith("http") else ""
+                if url:
+                    break
                 if proc.returncode is not None or time.monotonic() > deadline:
-                    raise RuntimeError("vfcheck mock-server printed no URL")
+                    why = (f"exit {proc.returncode}" if proc.returncode is not None
+                           else f"nothing in {MOCK_START_TIMEOUT:g}s")
+                    tail = err_path.read_text(errors="replace").strip().splitlines()[-1:]
+                    raise RuntimeError(f"vfcheck mock-server printed no URL ({why}"
+                                       + (f": {tail[0]}" if tail else "") + ")")
                 if not url:
                     await asyncio.sleep(0.1)
             yield url

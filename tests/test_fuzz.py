@@ -1,0 +1,579 @@
+"""Property-based tests (hypothesis) of the scripted model's wire format and the normaliser.
+
+1. Whatever a `Reply` holds (any text, `data:` / `[DONE]` lookalikes, CR/LF runs, 10k+ chars,
+   tool calls with invalid JSON arguments), verifiers' own upstream client and stream parser
+   (`EvalClient.relay` + `ChatDialect().stream_parser()`, `EvalClient.get_response`) and the
+   openai SDK (`ChatCompletion`, `ChatCompletionStreamState`) rebuild exactly that reply.
+2. `vfcheck.normalize`: scrubbing is idempotent, volatile values (ids, times, loopback ports,
+   uuids) do not survive normalisation, `trace_diff` is empty on equal inputs and names the
+   changed path otherwise, and the output is plain JSON.
+
+Every test states its example count in a module constant (and its docstring); the whole file
+stays well under a minute on a loaded 2-core CI machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import pytest
+from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import strategies as st
+
+from vfcheck.model import (
+    DEFAULT_BASE_URL,
+    SESSION_ID_HEADER,
+    ModelRequest,
+    Reply,
+    ScriptedModel,
+    ToolCall,
+)
+from vfcheck.normalize import RULES, normalize_trace, scrub, trace_diff
+
+T = TypeVar("T")
+
+WIRE_EXAMPLES = 60
+"""Replies per wire test: each one goes through 5 readers (streamed and plain)."""
+RULE_EXAMPLES = 150
+"""JSON trees per scrubbing-rule idempotence test (cheap: pure functions)."""
+SCRUB_EXAMPLES = 150
+"""JSON trees for the whole-pipeline idempotence test."""
+RECORD_EXAMPLES = 80
+"""Generated trace records per normalise/diff property."""
+
+SESSION = "trace-fuzz"
+USER: list[dict[str, Any]] = [{"role": "user", "content": "say hello"}]
+CHAT_PATH = "/v1/chat/completions"
+
+# ------------------------------------------------------------------------ strategies: replies
+
+TRICKY_FRAGMENTS = (
+    "", " ", "\t", "\n", "\n\n", "\r", "\r\n", "\r\n\r\n", "\r\r", "data:", "data: ",
+    "data: [DONE]\n\n", "[DONE]", 'data: {"choices": []}\n\n', ": keepalive\n\n",
+    "event: error\n", "id: 7\n", "retry: 1\n", "\u2028", "\u2029", "\x85", "\x00", "\x1c",
+    '"', "\\", "\\n", "{", "}", "😀", "\ufeff", "é", "\U0010ffff", "</s>",
+)
+
+
+def _repeat(unit: str, times: int) -> str:
+    return unit * times
+
+
+TEXT = st.one_of(
+    st.text(),
+    st.lists(st.sampled_from(TRICKY_FRAGMENTS) | st.text(max_size=4), max_size=12).map(
+        "".join
+    ),
+    # very long: several hundred stream deltas of up to ~170 characters each
+    st.builds(_repeat, st.text(min_size=1, max_size=8), st.integers(500, 5_000)),
+)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+ARGUMENTS = st.one_of(
+    TEXT,  # mostly invalid JSON
+    st.dictionaries(st.text(), JSON_VALUES, max_size=4).map(
+        lambda d: json.dumps(d, ensure_ascii=False, separators=(",", ":"))
+    ),
+    st.sampled_from(["{}", "{bad json", '{"a": ', "null", "[]", '"str"', "{}}"]),
+)
+TOOL_NAMES = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,30}", fullmatch=True)
+TOOL_CALLS = st.builds(
+    ToolCall,
+    name=TOOL_NAMES,
+    arguments=ARGUMENTS,
+    id=st.none() | st.text(min_size=1, max_size=40),
+)
+REPLIES = (
+    st.tuples(st.none() | TEXT, st.lists(TOOL_CALLS, max_size=4).map(tuple))
+    .filter(lambda pair: pair[0] is not None or bool(pair[1]))
+    .map(lambda pair: Reply(content=pair[0], tool_calls=pair[1]))
+)
+
+
+# ------------------------------------------------------------------- verifiers + openai setup
+
+
+@dataclass
+class Wire:
+    """One loop, one scripted model and long-lived clients, shared by every example."""
+
+    loop: asyncio.AbstractEventLoop
+    model: ScriptedModel
+    current: list[Reply]
+    upstream: Any  # verifiers.v1.clients.eval.EvalClient
+    dialect: Any  # verifiers.v1.dialects.ChatDialect
+    sampling: Any  # verifiers.v1.types.SamplingConfig
+    openai: Any  # openai.AsyncOpenAI
+
+    def run(self, make: Callable[[], Awaitable[T]]) -> T:
+        return self.loop.run_until_complete(make())  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def wire() -> Iterator[Wire]:
+    # verifiers costs seconds to import: only when a wire test runs, once per module.
+    eval_client = pytest.importorskip("verifiers.v1.clients.eval")
+    import openai
+    from verifiers.v1.configs.client import EvalClientConfig
+    from verifiers.v1.dialects import ChatDialect
+    from verifiers.v1.types import SamplingConfig
+
+    current: list[Reply] = []
+    model = ScriptedModel(lambda request: current[0])
+    loop = asyncio.new_event_loop()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VFCHECK_FUZZ_API_KEY", "unused")
+        upstream = eval_client.EvalClient(
+            EvalClientConfig(base_url=DEFAULT_BASE_URL, api_key_var="VFCHECK_FUZZ_API_KEY")
+        )
+    api = openai.AsyncOpenAI(base_url=DEFAULT_BASE_URL, api_key="unused", max_retries=0)
+    try:
+        yield Wire(loop, model, current, upstream, ChatDialect(), SamplingConfig(), api)
+    finally:
+        loop.run_until_complete(upstream.close())
+        loop.run_until_complete(api.close())
+        loop.close()
+
+
+@dataclass
+class Seen:
+    """What one reader rebuilt: content, (id, name, arguments) per call, finish reason."""
+
+    content: str | None
+    calls: list[tuple[str, str, str]]
+    finish_reason: str | None
+
+
+async def _direct_events(model: ScriptedModel, body: dict[str, Any]) -> list[bytes]:
+    """The SSE events exactly as the model's transport-neutral core yields them."""
+    model.reset()
+    response = await model.handle(
+        "POST", CHAT_PATH, {SESSION_ID_HEADER: SESSION}, json.dumps(body).encode()
+    )
+    assert not isinstance(response.body, bytes)
+    return [event async for event in response.body]
+
+
+async def _verifiers_stream(w: Wire, body: dict[str, Any]) -> tuple[Seen, list[bytes], Any]:
+    """Relay through verifiers' EvalClient and assemble with its ChatStreamParser, as the
+    interception server does (`_collect_stream`, verifiers/v1/interception/server.py)."""
+    w.model.reset()
+    relayed = await w.upstream.relay(w.dialect, dict(body), session_id=SESSION)
+    parser = w.dialect.stream_parser()
+    events: list[bytes] = []
+    try:
+        async for event in relayed.chunks:
+            events.append(event)
+            parser.feed(event)
+    finally:
+        await relayed.close()
+    assert any(w.dialect.is_terminal_event(e) for e in events)
+    response = parser.finish()
+    return _seen_vf(response), events, response
+
+
+async def _verifiers_plain(w: Wire, body: dict[str, Any]) -> Seen:
+    w.model.reset()
+    response = await w.upstream.get_response(w.dialect, dict(body), w.sampling, SESSION)
+    return _seen_vf(response)
+
+
+def _seen_vf(response: Any) -> Seen:
+    calls = response.message.tool_calls or []
+    return Seen(
+        response.message.content,
+        [(c.id, c.name, c.arguments) for c in calls],
+        response.finish_reason,
+    )
+
+
+async def _openai_stream(w: Wire, body: dict[str, Any]) -> Seen:
+    from openai.lib.streaming.chat import ChatCompletionStreamState
+
+    w.model.reset()
+    state: Any = ChatCompletionStreamState()
+    stream = await w.openai.chat.completions.create(
+        **body, extra_headers={SESSION_ID_HEADER: SESSION}
+    )
+    async for chunk in stream:
+        state.handle_chunk(chunk)
+    return _seen_openai(state.get_final_completion())
+
+
+async def _openai_plain(w: Wire, body: dict[str, Any]) -> Seen:
+    w.model.reset()
+    completion = await w.openai.chat.completions.create(
+        **body, extra_headers={SESSION_ID_HEADER: SESSION}
+    )
+    return _seen_openai(completion)
+
+
+def _seen_openai(completion: Any) -> Seen:
+    (choice,) = completion.choices
+    calls = choice.message.tool_calls or []
+    return Seen(
+        choice.message.content,
+        [(c.id, c.function.name, c.function.arguments) for c in calls],
+        choice.finish_reason,
+    )
+
+
+def _expected_calls(reply: Reply, ids: list[str]) -> list[tuple[str, str, str]]:
+    return [(ids[i], call.name, call.arguments) for i, call in enumerate(reply.tool_calls)]
+
+
+# ------------------------------------------------------------------------ 1. the wire format
+
+
+@settings(
+    max_examples=WIRE_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(reply=REPLIES)
+@example(reply=Reply(content="data: [DONE]\n\n", tool_calls=()))
+@example(reply=Reply(content="", tool_calls=(ToolCall("f", "{bad json"),)))
+@example(reply=Reply(content=None, tool_calls=(ToolCall("_", ""), ToolCall("g0", "[DONE]"))))
+def test_verifiers_and_openai_rebuild_any_reply(wire: Wire, reply: Reply) -> None:
+    """WIRE_EXAMPLES (60) replies. Each is answered streamed and plain, and read by:
+    verifiers' `EvalClient.relay` + `ChatStreamParser`, verifiers' `EvalClient.get_response`,
+    the openai SDK's stream accumulation (`ChatCompletionStreamState`) and its plain
+    `ChatCompletion`. All of them must rebuild exactly the reply's content (verifiers maps ""
+    to None by design), its tool calls (name, arguments byte-exact, id) and finish reason;
+    the relay must cut the stream into exactly the events the model emitted."""
+    wire.current[:] = [reply]
+    stream_body = {"model": "m", "messages": USER, "stream": True}
+    plain_body = {"model": "m", "messages": USER, "stream": False}
+    with wire.model.mock():
+        direct = wire.run(lambda: _direct_events(wire.model, stream_body))
+        vf_stream, relayed, vf_response = wire.run(lambda: _verifiers_stream(wire, stream_body))
+        vf_plain = wire.run(lambda: _verifiers_plain(wire, plain_body))
+        sdk_stream = wire.run(lambda: _openai_stream(wire, stream_body))
+        sdk_plain = wire.run(lambda: _openai_plain(wire, plain_body))
+    assert [r.request.stream for r in wire.model.requests] == [False]
+
+    # SSE framing: verifiers' relay splits the byte stream back into the model's events.
+    assert relayed == direct
+    assert direct[-1] == b"data: [DONE]\n\n"
+    assert all(event.startswith(b"data: ") and event.endswith(b"\n\n") for event in direct)
+    assert vf_response.usage is not None
+
+    # Call ids: the scripted ones, else derived; the same for a streamed and a plain answer.
+    ids = [call for call, _, _ in sdk_plain.calls]
+    for call, derived in zip(reply.tool_calls, ids, strict=True):
+        if call.id is not None:
+            assert derived == call.id
+        else:
+            assert re.fullmatch(r"call_[0-9a-f]{24}", derived)
+    calls = _expected_calls(reply, ids)
+
+    vf_expected = Seen(reply.content or None, calls, reply.finish_reason)
+    assert vf_stream == vf_expected
+    assert vf_plain == vf_expected
+    sdk_expected = Seen(reply.content, calls, reply.finish_reason)
+    assert sdk_plain == sdk_expected
+    assert sdk_stream == sdk_expected
+
+
+@settings(max_examples=WIRE_EXAMPLES, deadline=None)
+@given(reply=REPLIES, stream=st.booleans())
+def test_same_request_same_bytes_for_any_reply(reply: Reply, stream: bool) -> None:
+    """WIRE_EXAMPLES (60) replies, streamed or plain, answered twice by fresh models through
+    `ScriptedModel.handle` (no verifiers): the bytes are identical, every SSE event is one
+    `data:` line of JSON with no raw CR/LF inside, and a plain body is one JSON object."""
+    body = json.dumps({"messages": USER, "stream": stream}).encode()
+
+    async def answer() -> bytes | list[bytes]:
+        response = await ScriptedModel(lambda request: reply).handle(
+            "POST", CHAT_PATH, {SESSION_ID_HEADER: SESSION}, body
+        )
+        if isinstance(response.body, bytes):
+            return response.body
+        return [event async for event in response.body]
+
+    first, second = asyncio.run(answer()), asyncio.run(answer())
+    assert first == second
+    if isinstance(first, bytes):
+        assert json.loads(first)["choices"][0]["finish_reason"] == reply.finish_reason
+        return
+    for event in first:
+        line = event.removeprefix(b"data: ").removesuffix(b"\n\n")
+        assert b"\n" not in line and b"\r" not in line
+        if line != b"[DONE]":
+            assert isinstance(json.loads(line), dict)
+
+
+def test_model_request_of_fuzz_body_is_a_plain_chat_request() -> None:
+    """Sanity for the fixture above: the body the wire tests send is a chat request."""
+    request = ModelRequest(body={"model": "m", "messages": USER, "stream": True})
+    assert (request.model, request.stream, request.last_user_text) == ("m", True, "say hello")
+
+
+# ------------------------------------------------------------------- strategies: JSON trees
+
+KEYS = st.sampled_from(
+    ["id", "tool_call_id", "call_id", "trace_id", "session_id", "port", "start", "end", "t",
+     "duration", "timestamp", "timing", "time", "notify", "task", "api_key", "authorization",
+     "token", "verifiers", "version", "commit", "content", "data", "messages", "x"]
+) | st.text(max_size=6)
+STRING_FRAGMENTS = st.sampled_from(
+    ["/tmp", "/tmp/", "/var/tmp/", "tmp", "tmpab12_xyz", "/tmp/tmpab12_xyz", "pytest-of-root/",
+     "pytest-3", "127.0.0.1:", "localhost:8000", "[::1]:", "0.0.0.0:", "Bearer ", "Basic ",
+     "sk-", "sk-proj-abcdefghijklmnopqrstuv", "verifiers/0.4.0", "verifiers==", "call_",
+     "chatcmpl-", "4b84962538244a1290e5036256beeb12", "123e4567-e89b-12d3-a456-426614174000",
+     "<tmp>", "<id:1>", "<secret>", "<port>", "<time>", "<version>", "12345", "abc-123-def",
+     "/", " ", ":", "-", "_", "a", "0", "f"]
+)
+STRINGS = st.text(max_size=12) | st.lists(STRING_FRAGMENTS, max_size=8).map("".join)
+LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | STRINGS
+)
+TREES = st.recursive(
+    LEAVES,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=5),
+    max_leaves=25,
+)
+
+# Regression examples: both once broke idempotence (a second pass scrubbed the first pass's
+# own output: `<tmp>/tmp<random>`, and a 32-hex run glued to a known id).
+TEMP_EXAMPLE = {"path": "/tmp/tmpab12_xyz/out.txt"}
+IDS_EXAMPLE = {"id": "zzzzzzz1", "s": "zzzzzzz1" + "0123456789abcdef" * 2}
+
+
+def _rule_params() -> list[Any]:
+    return [pytest.param(r, id=r.name) for r in RULES]
+
+
+# ----------------------------------------------------------------- 2. normaliser: idempotence
+
+
+@pytest.mark.parametrize("rule", _rule_params())
+@settings(max_examples=RULE_EXAMPLES, deadline=None)
+@given(tree=TREES)
+@example(tree=TEMP_EXAMPLE)
+@example(tree=IDS_EXAMPLE)
+def test_each_rule_is_idempotent(rule: Any, tree: Any) -> None:
+    """RULE_EXAMPLES (150) JSON trees per rule (+2 explicit regressions): applying a rule
+    twice equals applying it once, and the input is left unchanged."""
+    before = copy.deepcopy(tree)
+    once = rule.apply(tree)
+    assert tree == before
+    assert rule.apply(once) == once
+
+
+@settings(max_examples=SCRUB_EXAMPLES, deadline=None)
+@given(tree=TREES)
+@example(tree=TEMP_EXAMPLE)
+def test_scrub_is_idempotent(tree: Any) -> None:
+    """SCRUB_EXAMPLES (150) JSON trees (+1 explicit regression): `scrub(scrub(x)) == scrub(x)`."""
+    once = scrub(tree)
+    assert scrub(once) == once
+
+
+@settings(max_examples=SCRUB_EXAMPLES, deadline=None)
+@given(tree=TREES)
+def test_scrub_output_is_json_and_diff_of_equal_trees_is_empty(tree: Any) -> None:
+    """SCRUB_EXAMPLES (150) JSON trees: the scrubbed tree is strict JSON (round-trips, no
+    NaN), and `trace_diff(x, x)` / `trace_diff(x, deepcopy(x))` are []."""
+    scrubbed = scrub(tree)
+    assert json.loads(json.dumps(scrubbed, allow_nan=False)) == scrubbed
+    assert trace_diff(tree, tree) == []
+    assert trace_diff(scrubbed, copy.deepcopy(scrubbed)) == []
+
+
+# -------------------------------------------------------------- strategies: trace records
+
+
+@dataclass(frozen=True)
+class Volatile:
+    """Everything that legitimately differs between two plays of one task."""
+
+    trace_id: str
+    call_id: str
+    job_uuid: str
+    port: int
+    times: tuple[float, ...]
+
+
+def _hex_ids(count: int) -> st.SearchStrategy[list[str]]:
+    return st.lists(st.uuids(version=4).map(lambda u: u.hex), min_size=count, max_size=count,
+                    unique=True)
+
+
+VOLATILES = st.builds(
+    lambda ids, job, port, times: Volatile(ids[0], f"call_{ids[1][:24]}", str(job), port,
+                                           tuple(times)),
+    _hex_ids(2),
+    st.uuids(),
+    st.integers(1, 65535),
+    st.lists(st.floats(1e-3, 4e9), min_size=16, max_size=16),
+)
+CONTENTS = st.text(max_size=40) | st.lists(STRING_FRAGMENTS, max_size=6).map("".join)
+
+
+def build_record(v: Volatile, user: str = "add 2 and 3") -> dict[str, Any]:
+    """A `Trace.to_record()` of a one-tool-call episode (the shape of tests/test_normalize.py's
+    sample), with every volatile value taken from `v`."""
+    t = v.times
+    message = {"role": "assistant", "content": None, "reasoning_content": None,
+               "provider_state": None}
+    return {
+        "version": 1,
+        "id": v.trace_id,
+        "verifiers": {"version": "0.4.0", "commit": "abc1234"},
+        "task": {
+            "type": "CalcTask",
+            "data": {"idx": 0, "id": "add-2-3", "prompt": user, "image": None, "skills": [],
+                     "timeout": {"setup": None}, "a": 2},
+            "key": "calc:2+3",
+            "hash": "95d61e5293b9fcefcee98fd5e71c3a1ced6d5c033c97300878016badff91976e",
+        },
+        "agent": {
+            "config": {"harness": {"id": "bash"}, "client": {"api_key_var": "OPENAI_API_KEY"}},
+            "runtime": {"id": f"/tmp/runtimes/subprocess/{v.trace_id}", "type": "subprocess"},
+            "name": "agent",
+        },
+        "tools": [{"type": "function", "name": "add", "namespace": "calc", "parameters": {}}],
+        "nodes": [
+            {"parent": None, "message": {"role": "user", "content": user},
+             "sampled": False, "timestamp": t[0], "token_ids": [1, 2]},
+            {"parent": 0, "sampled": True, "timestamp": t[1], "logprobs": [-0.1],
+             "message": {**message, "tool_calls": [
+                 {"id": v.call_id, "type": "function", "name": "add", "namespace": "calc",
+                  "arguments": '{"a":2,"b":3}'}]}},
+            {"parent": 1, "timestamp": t[2],
+             "message": {"role": "tool", "tool_call_id": v.call_id, "name": "add",
+                         "content": f"5 (job {v.job_uuid}, trace {v.trace_id})"}},
+            {"parent": 2, "sampled": True, "timestamp": t[3],
+             "message": {**message, "content": "5", "tool_calls": None}},
+        ],
+        "calls": [
+            {"node": 1, "model": "m", "finish_reason": "tool_calls", "usage": {"prompt_tokens": 9},
+             "time": {"start": t[4], "end": t[5]}, "error": None},
+            {"node": 3, "model": "m", "finish_reason": "stop", "usage": {"prompt_tokens": 12},
+             "time": {"start": t[6], "end": t[7]},
+             "error": {"type": "ProviderError", "status_code": 500, "traceback": "x",
+                       "message": f"upstream 500 from 127.0.0.1:{v.port}/v1"}},
+        ],
+        "rewards": {"summed": {"score": 1.0, "weight": 1.0}},
+        "metrics": {"tool_calls": 1.0},
+        "info": {"server": f"http://localhost:{v.port}/v1", "session_id": v.trace_id},
+        "root_reply": None,
+        "is_completed": True,
+        "ok": True,
+        "stop_condition": "agent_completed",
+        "is_timeout": False,
+        "errors": [],
+        "timing": {
+            "start": t[8],
+            "boot": {"start": t[9], "end": t[10]},
+            "agent": {"start": t[11], "end": t[12],
+                      "model": {"duration": t[13]}, "harness": {"duration": t[14]}},
+            "finalize": {"start": 0.0, "end": 0.0},
+        },
+        "num_total_tokens": 21,
+    }
+
+
+def notify_log(v: Volatile) -> list[dict[str, Any]]:
+    return [{"label": "boot.start", "t": v.times[15], "pending": 0},
+            {"label": "scoring.end", "t": v.times[0]}]
+
+
+# --------------------------------------------------------- 2. normaliser: records and diffs
+
+
+@settings(max_examples=RECORD_EXAMPLES, deadline=None)
+@given(a=VOLATILES, b=VOLATILES, user=CONTENTS)
+def test_records_differing_only_in_volatile_values_normalise_equal(
+    a: Volatile, b: Volatile, user: str
+) -> None:
+    """RECORD_EXAMPLES (80) pairs of records of one episode that differ only in trace id,
+    tool-call id, a uuid in a tool result, loopback port, node timestamps, call times,
+    stage times, durations and notify times: they normalise equal, `trace_diff` is [], the
+    result is strict JSON, and none of the volatile values survives in it."""
+    # distinct ids, so that "equal" cannot come from a shared one
+    assume(not {a.trace_id, a.call_id, a.job_uuid} & {b.trace_id, b.call_id, b.job_uuid})
+    first = normalize_trace(build_record(a, user), notify_log(a))
+    second = normalize_trace(build_record(b, user), notify_log(b))
+    assert trace_diff(first, second) == []
+    assert first == second
+    text = json.dumps(first, allow_nan=False)
+    assert json.loads(text) == first
+    for v in (a, b):
+        for value in (v.trace_id, v.call_id, v.job_uuid, f":{v.port}/"):
+            assert value not in text
+
+
+@settings(max_examples=RECORD_EXAMPLES, deadline=None)
+@given(v=VOLATILES, user=CONTENTS)
+def test_normalize_trace_is_a_fixed_point_of_scrub_and_leaves_the_record(
+    v: Volatile, user: str
+) -> None:
+    """RECORD_EXAMPLES (80) records (any user text, incl. path/id/port lookalikes):
+    normalising does not change the record, and scrubbing a normalised trace again changes
+    nothing."""
+    record = build_record(v, user)
+    before = copy.deepcopy(record)
+    normalized = normalize_trace(record, notify_log(v))
+    assert record == before
+    assert scrub(normalized) == normalized
+
+
+MESSAGE_INDEXES = st.integers(0, 3)
+
+
+@settings(max_examples=RECORD_EXAMPLES, deadline=None)
+@given(v=VOLATILES, index=MESSAGE_INDEXES, new=st.none() | CONTENTS)
+def test_a_changed_message_content_is_named_by_the_diff(
+    v: Volatile, index: int, new: str | None
+) -> None:
+    """RECORD_EXAMPLES (80) records with one message's content changed (any text or None):
+    the normalised traces differ, and `trace_diff` has a `messages[i].content` line."""
+    old = build_record(v)
+    changed = build_record(v)
+    message = changed["nodes"][index]["message"]
+    if new == message["content"]:
+        new = (new or "") + "!"
+    message["content"] = new
+    a, b = normalize_trace(old), normalize_trace(changed)
+    assert a != b
+    lines = trace_diff(a, b)
+    assert any(line.startswith(f"messages[{index}].content: ") for line in lines), lines
+    assert trace_diff(b, a) != []
+
+
+@settings(max_examples=RECORD_EXAMPLES, deadline=None)
+@given(
+    v=VOLATILES,
+    score=st.floats(allow_nan=False) | st.integers() | st.none(),
+    key=st.sampled_from(["summed", "extra"]),
+)
+def test_a_changed_reward_is_named_by_the_diff(
+    v: Volatile, score: float | int | None, key: str
+) -> None:
+    """RECORD_EXAMPLES (80) records with a reward score changed (or a reward added): the
+    normalised traces differ and `trace_diff` names `rewards.<name>...`."""
+    old = build_record(v)
+    changed = build_record(v)
+    current = changed["rewards"].get(key, {}).get("score")
+    if score == current and type(score) is type(current):
+        score = 0.5
+    changed["rewards"].setdefault(key, {"weight": 1.0})["score"] = score
+    lines = trace_diff(normalize_trace(old), normalize_trace(changed))
+    assert lines
+    assert any(line.startswith(f"rewards.{key}") for line in lines), lines
+    assert all(line.startswith("rewards.") for line in lines), lines
