@@ -61,3 +61,11 @@ def library(session: nox.Session) -> None:
                 success_codes=[0, 1])
     session.run("vfcheck", "check", "vfc-echo", "--path", "fixtures",
                 "--json", f"{tmp}/env-suite-0.3.1.json")
+
+
+@nox.session(python="3.11")
+def bench(session: nox.Session) -> None:
+    """Side-by-side timings against vf-validate / vf-eval, as ratios of medians (never
+    asserted). `nox -s bench -- --quick` for a smoke run."""
+    session.install("-e", ".[dev]")
+    session.run("python", "bench/bench.py", *session.posargs)

@@ -259,10 +259,20 @@ RULES: tuple[Rule, ...] = (
 a secret; ids last, so their numbering does not depend on the other rules."""
 
 
+MAX_PASSES = 4
+
+
 def scrub(tree: Any, rules: Sequence[Rule] = RULES) -> Any:
-    """`tree` with each rule applied in turn (a new tree; the input is not changed)."""
-    for rule in rules:
-        tree = rule.apply(tree)
+    """`tree` with the rules applied in turn, repeated until nothing changes (a new tree;
+    the input is not changed). One pass is not enough: a placeholder one rule writes can
+    put a word boundary where another rule's pattern needs one (`/tmp4b84…` becomes
+    `/tmp<id:1>`), so a single pass would not be idempotent."""
+    for _ in range(MAX_PASSES):
+        before = tree
+        for rule in rules:
+            tree = rule.apply(tree)
+        if tree == before:
+            break
     return tree
 
 

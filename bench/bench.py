@@ -1,0 +1,634 @@
+"""vfcheck's benchmark: vfcheck side by side with the verifiers tool it stands in for.
+
+    python bench/bench.py [--quick] [--repeat N] [--json FILE]
+
+Every measurement is the wall time of one child process (the real command line a user
+types, default options), run on the same env and machine in one run; each pair is
+interleaved (A, B, B, A, ...) so drift in machine load hits both sides. It prints the median
+of each side, the ratio of the medians against the target (never asserting: a miss is
+reported, the exit code stays 0), and a markdown table for the README. Each child is bounded
+by `--timeout` seconds; a child that times out or fails is reported as such.
+
+Stdlib only; the commands come from the venv this runs in (`Path(sys.executable).parent`,
+also put first on PATH so verifiers' harness programs find `uv`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import importlib.metadata as md
+import json
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+BIN = Path(sys.executable).parent
+PY = sys.executable
+
+
+def version(dist: str) -> str:
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return "not installed"
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Sample:
+    seconds: float | None  # None: timed out
+    rc: int | None
+    tail: str = ""
+
+
+@dataclass
+class Side:
+    label: str
+    argv: list[str]
+    samples: list[Sample] = field(default_factory=list)
+
+    def ok_times(self) -> list[float]:
+        return [s.seconds for s in self.samples if s.seconds is not None and s.rc == 0]
+
+    def median(self) -> float | None:
+        t = self.ok_times()
+        return statistics.median(t) if t else None
+
+    def status(self) -> str:
+        bad = [s for s in self.samples if s.seconds is None or s.rc != 0]
+        if not bad:
+            return ""
+        s = bad[0]
+        what = "timed out" if s.seconds is None else f"exit {s.rc}"
+        return f"{len(bad)}/{len(self.samples)} runs {what}: {s.tail[-300:]!r}"
+
+
+def run(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float) -> Sample:
+    start = time.perf_counter()
+    try:
+        p = subprocess.run(
+            argv,
+            env=env,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+            text=True,
+            errors="replace",
+        )
+    except subprocess.TimeoutExpired as e:
+        out = e.output if isinstance(e.output, str) else (e.output or b"").decode(errors="replace")
+        return Sample(None, None, out[-2000:])
+    return Sample(time.perf_counter() - start, p.returncode, p.stdout[-2000:])
+
+
+def show(argv: list[str]) -> str:
+    """The command as a user would type it (venv paths shortened)."""
+    out = []
+    for a in argv:
+        if a == PY:
+            a = "python"
+        elif a.startswith(str(BIN) + os.sep):
+            a = a[len(str(BIN)) + 1 :]
+        out.append(a.replace(str(ROOT) + os.sep, ""))
+    return shlex.join(out).replace(tempfile.gettempdir(), "$TMP")
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.rows: list[dict] = []
+        self.notes: list[str] = []
+        self.tmp = Path(tempfile.mkdtemp(prefix="vfcheck-bench-"))
+        self.n = 0
+
+    def fresh(self, name: str) -> Path:
+        self.n += 1
+        d = self.tmp / f"{self.n:03d}-{name}"
+        d.mkdir(parents=True)
+        return d
+
+    def measure(self, sides: list[tuple[str, object]], reps: int, **kw) -> list[Side]:
+        """`sides`: (label, argv or callable(rep) -> (argv, env, cwd)). Interleaved, the
+        order reversed on every other repetition."""
+        out = [Side(label, []) for label, _ in sides]
+        for rep in range(reps):
+            order = list(range(len(sides))) if rep % 2 == 0 else list(reversed(range(len(sides))))
+            for i in order:
+                argv, env, cwd = sides[i][1](rep)  # type: ignore[operator]
+                out[i].argv = argv
+                s = run(argv, env=env, cwd=cwd, timeout=self.args.timeout)
+                out[i].samples.append(s)
+                t = "timeout" if s.seconds is None else f"{s.seconds:7.2f}s"
+                print(f"  [{rep + 1}/{reps}] {out[i].label:<42} {t} rc={s.rc}", flush=True)
+        return out
+
+    def row(
+        self,
+        what: str,
+        a: Side,
+        b: Side | None,
+        *,
+        target: str,
+        ratio_of: str = "time",
+        per: float | None = None,
+        unit: str = "s",
+        note: str = "",
+    ) -> None:
+        ma, mb = a.median(), (b.median() if b else None)
+        ratio = None
+        if ma is not None and mb is not None and mb > 0 and ma > 0:
+            ratio = ma / mb if ratio_of == "time" else mb / ma  # "rate": higher is better
+
+        def fmt(m: float | None) -> str:
+            if m is None:
+                return "n/a"
+            if per is None:
+                return f"{m:.2f} s"
+            # unit "…/s": a rate (count per second); else seconds per item
+            return f"{per / m:.1f} {unit}" if unit.endswith("/s") else f"{m / per:.2f} {unit}"
+
+        notes = [x for x in (note, a.status(), b.status() if b else "") if x]
+        r = {
+            "what": what,
+            "a": a.label,
+            "a_cmd": show(a.argv),
+            "a_median": ma,
+            "a_fmt": fmt(ma),
+            "a_samples": [s.seconds for s in a.samples],
+            "b": b.label if b else None,
+            "b_cmd": show(b.argv) if b else None,
+            "b_median": mb,
+            "b_fmt": fmt(mb) if b else "",
+            "b_samples": [s.seconds for s in b.samples] if b else None,
+            "ratio": ratio,
+            "target": target,
+            "notes": "; ".join(notes),
+        }
+        self.rows.append(r)
+        rs = "n/a" if ratio is None else f"{ratio:.2f}"
+        print(
+            f"=> {what}: {r['a_fmt']} vs {r['b_fmt'] or '-'}  ratio {rs} (target {target})"
+            + (f"  [{r['notes']}]" if r["notes"] else ""),
+            flush=True,
+        )
+
+    # -- 1 ---------------------------------------------------------------------------------
+    def idle(self) -> None:
+        print("\n## 1. pytest plugin idle cost", flush=True)
+        d = self.fresh("idle")
+        (d / "test_trivial.py").write_text("def test_trivial():\n    assert 1 + 1 == 2\n")
+        env = child_env()
+        base = [PY, "-m", "pytest", "-q", "test_trivial.py"]
+        reps = 5 * self.args.repeat  # cheap and noisy: more samples
+        a, b = self.measure(
+            [
+                ("pytest (vfcheck plugin loaded)", lambda r: (base, env, d)),
+                ("pytest -p no:vfcheck", lambda r: ([*base, "-p", "no:vfcheck"], env, d)),
+            ],
+            reps,
+        )
+        self.row("pytest idle: with plugin / -p no:vfcheck", a, b, target="<= 1.05")
+
+    # -- 2 ---------------------------------------------------------------------------------
+    def sdist_fixtures(self) -> Path | None:
+        script = ROOT / "scripts" / "verifiers-fixtures"
+        try:
+            p = subprocess.run(
+                ["bash", str(script), str(ROOT / ".vf-fixtures"), PY],
+                cwd=ROOT,
+                env=child_env(),
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            self.notes.append(f"echo-v1 skipped: scripts/verifiers-fixtures failed ({e})")
+            return None
+        path = Path(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else None
+        if p.returncode != 0 or path is None or not any(path.glob("echo_v1*")):
+            self.notes.append(
+                "echo-v1 skipped: scripts/verifiers-fixtures gave no fixtures "
+                f"(rc {p.returncode}: {p.stderr.strip()[-200:]})"
+            )
+            return None
+        return path
+
+    def check_vs_validate(self, env_id: str, path: Path) -> None:
+        print(f"\n## 2. vfcheck check vs vf-validate on {env_id}", flush=True)
+        reps = self.args.repeat
+        env = child_env()
+        venv = child_env(
+            PYTHONPATH=os.pathsep.join(
+                [str(path)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+            )
+        )
+        chk = [str(BIN / "vfcheck"), "check", env_id, "--path", str(path)]
+
+        def validate(rep: int):
+            out = self.fresh(f"validate-{env_id}")
+            return (
+                [str(BIN / "vf-validate"), env_id, "--runtime.type", "subprocess", "-o", str(out)],
+                venv,
+                out,
+            )
+
+        a, b, c = self.measure(
+            [
+                ("vfcheck check (all families)", lambda r: (chk, env, self.fresh("check"))),
+                ("vf-validate (subprocess runtime)", validate),
+                (
+                    "vfcheck check --checks setup,gold,noop",
+                    lambda r: ([*chk, "--checks", "setup,gold,noop"], env, self.fresh("check-sgn")),
+                ),
+            ],
+            reps,
+        )
+        self.row(f"{env_id}: vfcheck check / vf-validate", a, b, target="<= 2.0")
+        self.row(
+            f"{env_id}: vfcheck check --checks setup,gold,noop / vf-validate", c, b, target="(info)"
+        )
+
+    def phases(self) -> None:
+        """Where the time of `vfcheck check vfc-echo` goes: one run per family subset
+        (`load` always runs, so each subset's time includes it; `determinism` is both
+        determinism.load and determinism.replay)."""
+        print("\n## 2b. vfcheck check vfc-echo by family subset", flush=True)
+        env = child_env()
+        chk = [str(BIN / "vfcheck"), "check", "vfc-echo", "--path", str(FIXTURES)]
+        subsets = [
+            "load",
+            "determinism",
+            "setup,gold,noop",
+            "episode",
+            "lifecycle",
+            "preview",
+            "robustness",
+        ]
+
+        def subset(s: str):
+            return lambda r: ([*chk, "--checks", s], env, self.fresh("phase"))
+
+        sides = [(f"--checks {s}", subset(s)) for s in subsets]
+        for side in self.measure(sides, self.args.repeat):
+            self.row(f"vfc-echo: vfcheck check {side.label}", side, None, target="(info)")
+
+    # -- 3 ---------------------------------------------------------------------------------
+    def run_vs_eval(self) -> None:
+        n, r, c = 3, 4, self.args.concurrency
+        eps = n * r
+        print(f"\n## 3. vfcheck run vs vf-eval on vfc-echo (-n {n} -r {r} -c {c})", flush=True)
+        d = self.fresh("mock")
+        log = open(d / "mock-server.log", "w")
+        srv = subprocess.Popen(
+            [str(BIN / "vfcheck"), "mock-server", "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            cwd=d,
+            env=child_env(),
+            stdin=subprocess.DEVNULL,
+        )
+        try:
+            url = (srv.stdout.readline() if srv.stdout else "").strip()
+            if not url.startswith("http"):
+                self.notes.append(f"run vs eval skipped: mock-server printed {url!r}")
+                return
+            print(f"  mock-server at {url}", flush=True)
+            env = child_env(
+                VFCHECK_API_KEY="x",
+                PYTHONPATH=os.pathsep.join(
+                    [str(FIXTURES)]
+                    + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+                ),
+            )
+            client = [
+                "--base-url",
+                url,
+                "--api-key-var",
+                "VFCHECK_API_KEY",
+                "--model",
+                "vfcheck-scripted",
+            ]
+
+            def vfrun(harness: str):
+                def f(rep: int):
+                    out = self.fresh(f"run-{harness}")
+                    return (
+                        [
+                            str(BIN / "vfcheck"),
+                            "run",
+                            "vfc-echo",
+                            "--path",
+                            str(FIXTURES),
+                            "-n",
+                            str(n),
+                            "-r",
+                            str(r),
+                            "-c",
+                            str(c),
+                            "--harness",
+                            harness,
+                            # vf-eval's harness; `null` unquoted would parse as JSON null
+                            "--env-arg",
+                            'agent.harness.id="null"',
+                            *client,
+                            "-o",
+                            str(out / "episodes.jsonl"),
+                        ],
+                        env,
+                        out,
+                    )
+
+                return f
+
+            def vfeval(rep: int):
+                out = self.fresh("eval")
+                return (
+                    [
+                        str(BIN / "vf-eval"),
+                        "vfc-echo",
+                        "-n",
+                        str(n),
+                        "-r",
+                        str(r),
+                        "-c",
+                        str(c),
+                        "--env.agent.harness.id",
+                        "null",
+                        "--env.agent.runtime.type",
+                        "subprocess",
+                        "--client.base-url",
+                        url,
+                        "--client.api-key-var",
+                        "VFCHECK_API_KEY",
+                        "--push",
+                        "false",
+                        "--model",
+                        "vfcheck-scripted",
+                        "-o",
+                        str(out),
+                    ],
+                    env,
+                    out,
+                )
+
+            a, b, f = self.measure(
+                [
+                    ("vfcheck run --harness env", vfrun("env")),
+                    ("vf-eval (harness null, subprocess)", vfeval),
+                    ("vfcheck run --harness fast", vfrun("fast")),
+                ],
+                self.args.repeat,
+            )
+            self.row(
+                f"vfc-echo {eps} episodes: vfcheck run --harness env / vf-eval, per episode",
+                a,
+                b,
+                target="<= 0.7",
+                per=float(eps),
+                unit="s/episode",
+            )
+            self.row(
+                f"vfc-echo {eps} episodes: vfcheck run --harness fast / vf-eval, per episode",
+                f,
+                b,
+                target="(info)",
+                per=float(eps),
+                unit="s/episode",
+            )
+        finally:
+            srv.terminate()
+            try:
+                srv.wait(10)
+            except subprocess.TimeoutExpired:
+                srv.kill()
+            log.close()
+
+    # -- 4 ---------------------------------------------------------------------------------
+    def scaling(self) -> None:
+        k = self.args.tasks
+        print(f"\n## 4. scaling: vfc-many, {k} tasks, setup/gold/noop", flush=True)
+        env = child_env()
+        venv = child_env(PYTHONPATH=str(FIXTURES))
+
+        def validate(rep: int):
+            out = self.fresh("validate-many")
+            return (
+                [
+                    str(BIN / "vf-validate"),
+                    "vfc-many",
+                    "--taskset.num-tasks",
+                    str(k),
+                    "--runtime.type",
+                    "subprocess",
+                    "-o",
+                    str(out),
+                ],
+                venv,
+                out,
+            )
+
+        chk = [
+            str(BIN / "vfcheck"),
+            "check",
+            "vfc-many",
+            "--path",
+            str(FIXTURES),
+            "--env-arg",
+            f"num_tasks={k}",
+            "--checks",
+            "setup,gold,noop",
+        ]
+        a, b = self.measure(
+            [
+                (
+                    "vfcheck check --checks setup,gold,noop",
+                    lambda r: (chk, env, self.fresh("many")),
+                ),
+                ("vf-validate", validate),
+            ],
+            self.args.repeat,
+        )
+        self.row(
+            f"vfc-many {k} tasks: tasks/s, vfcheck / vf-validate",
+            a,
+            b,
+            target=">= 1.0",
+            ratio_of="rate",
+            per=float(k),
+            unit="tasks/s",
+        )
+
+        m = self.args.xdist_tasks
+        print(f"\n## 4b. pytest --vf-env vfc-many ({m} tasks): -n 2 vs -n 0", flush=True)
+        if version("pytest-xdist") == "not installed":
+            self.notes.append("pytest -n 2 vs -n 0 skipped: pytest-xdist not installed")
+            return
+        base = [
+            PY,
+            "-m",
+            "pytest",
+            "-q",
+            "--vf-env",
+            "vfc-many",
+            "--vf-env-arg",
+            f"num_tasks={m}",
+            f"--vf-path={FIXTURES}",
+        ]
+        a, b = self.measure(
+            [
+                ("pytest -n 2", lambda r: ([*base, "-n", "2"], env, self.fresh("xdist"))),
+                ("pytest -n 0", lambda r: ([*base, "-n", "0"], env, self.fresh("xdist"))),
+            ],
+            self.args.repeat,
+        )
+        self.row(f"pytest --vf-env vfc-many ({m} tasks): -n 2 / -n 0", a, b, target="(info)")
+
+    # -- report ----------------------------------------------------------------------------
+    def table(self, started: str, load: tuple[str, str], wall: float) -> str:
+        head = [
+            f"Measured {started}, {os.cpu_count()} cores (`os.cpu_count()`), "
+            f"{platform.python_implementation()} {platform.python_version()}, "
+            f"verifiers {version('verifiers')}, vfcheck {version('vfcheck')}, "
+            f"repetitions {self.args.repeat}, load average {load[0]} at start / {load[1]} at "
+            f"end, {wall:.0f} s in all.",
+            "",
+            f"`{show([PY, *sys.argv])}`",
+            "",
+            "| measurement | vfcheck (median) | reference (median) | ratio | target |",
+            "|---|---|---|---|---|",
+        ]
+        for r in self.rows:
+            ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}"
+            met = ""
+            if r["ratio"] is not None and r["target"].startswith(("<=", ">=")):
+                lim = float(r["target"].split()[1])
+                ok = r["ratio"] <= lim if r["target"].startswith("<=") else r["ratio"] >= lim
+                met = " (met)" if ok else " (**missed**)"
+            ref = f"{r['b_fmt']} ({r['b']})" if r["b"] else "—"
+            note = f" — {r['notes']}" if r["notes"] else ""
+            head.append(
+                f"| {r['what']}{note} | {r['a_fmt']} | {ref} | "
+                f"{ratio if r['b'] else '—'} | {r['target']}{met if r['b'] else ''} |"
+            )
+        if self.notes:
+            head += ["", *[f"- {n}" for n in self.notes]]
+        return "\n".join(head)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 1 repetition, 50 tasks for vfc-many, 10 for pytest -n",
+    )
+    ap.add_argument("--repeat", type=int, default=None, help="repetitions per side (default 3)")
+    ap.add_argument("--json", type=Path, help="write raw samples and medians here")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="bound per child process, seconds (default 600; --quick 300)",
+    )
+    ap.add_argument("--concurrency", "-c", type=int, default=4, help="-c for run/eval (4)")
+    ap.add_argument("--tasks", type=int, default=None, help="vfc-many tasks (200; --quick 50)")
+    ap.add_argument(
+        "--xdist-tasks",
+        type=int,
+        default=None,
+        help="vfc-many tasks for pytest -n 2 vs -n 0 (20; --quick 10)",
+    )
+    ap.add_argument(
+        "--only",
+        default="idle,check,phases,run,scaling",
+        help="sections to run (comma-separated; default all)",
+    )
+    args = ap.parse_args(argv)
+    args.repeat = args.repeat or (1 if args.quick else 3)
+    args.timeout = args.timeout or (300.0 if args.quick else 600.0)
+    args.tasks = args.tasks or (50 if args.quick else 200)
+    args.xdist_tasks = args.xdist_tasks or (10 if args.quick else 20)
+    only = set(args.only.split(","))
+
+    started = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    load0 = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    t0 = time.perf_counter()
+    print(
+        f"vfcheck bench {started}: {os.cpu_count()} cores, load average {load0}, "
+        f"verifiers {version('verifiers')}, repeat {args.repeat}, timeout {args.timeout:.0f}s "
+        "per child. Timings are wall clock; other work on this machine skews them "
+        "(pairs are interleaved so both sides see the same load).",
+        flush=True,
+    )
+    if shutil.which("uv", path=str(BIN)) is None:
+        print(f"note: no uv in {BIN}; harness programs may fail", flush=True)
+
+    b = Bench(args)
+    try:
+        if "idle" in only:
+            b.idle()
+        if "check" in only:
+            b.check_vs_validate("vfc-echo", FIXTURES)
+            sd = b.sdist_fixtures()
+            if sd is not None:
+                b.check_vs_validate("echo-v1", sd)
+        if "phases" in only:
+            b.phases()
+        if "run" in only:
+            b.run_vs_eval()
+        if "scaling" in only:
+            b.scaling()
+    except KeyboardInterrupt:
+        b.notes.append("interrupted: partial results")
+    finally:
+        load1 = " ".join(f"{x:.1f}" for x in os.getloadavg())
+        wall = time.perf_counter() - t0
+        md_table = b.table(started, (load0, load1), wall)
+        print("\n" + md_table, flush=True)
+        if args.json:
+            args.json.write_text(
+                json.dumps(
+                    {
+                        "date": started,
+                        "cpu_count": os.cpu_count(),
+                        "verifiers": version("verifiers"),
+                        "vfcheck": version("vfcheck"),
+                        "python": platform.python_version(),
+                        "argv": sys.argv,
+                        "repeat": args.repeat,
+                        "load_average": [load0, load1],
+                        "wall": wall,
+                        "rows": b.rows,
+                        "notes": b.notes,
+                        "markdown": md_table,
+                    },
+                    indent=2,
+                )
+            )
+        shutil.rmtree(b.tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
