@@ -170,6 +170,10 @@ def test_a_hanging_or_blocking_setup_is_bounded(tmp_path: Path, env_id: str) -> 
     assert units_with(envs[env_id], {"passed"}) >= {("setup", 0), ("setup", 2), ("gold", 0)}
     assert units_with(envs["vfc-echo"], {"failed", "error"}) == set()
     assert result.ret == 1
+    # an async hang ends at the worker's own deadline; a blocked event loop needs the
+    # supervisor to kill and restart the worker
+    starts = envs[env_id]["worker_starts"]
+    assert starts == 1 if env_id.endswith("hang") else starts >= 2
 
 
 def test_tasks_that_need_a_container_are_not_run_on_the_host() -> None:
@@ -200,3 +204,15 @@ def test_lf_reruns_only_the_failed_item_and_x_stops_at_it(pytester: pytest.Pytes
     first.assert_outcomes(failed=1, passed=2)  # load, gold[0], then gold[1] stops the run
     again = pytester.runpytest_subprocess(*args, "--lf", timeout=600)
     again.assert_outcomes(failed=1, deselected=3)
+
+
+@pytest.mark.slow
+def test_under_xdist_an_env_is_checked_once(tmp_path: Path) -> None:
+    """`pytest -n 2`: the controller runs the env's checks once; both workers read them."""
+    run = run_plugin(tmp_path, FIXTURES, ["vfc-broken-gold"], "--vf-checks", "gold,noop",
+                     "-n", "2")
+    env = run.envs["vfc-broken-gold"]
+    assert env["worker_starts"] == 1
+    assert units_with(env, {"failed"}) == {("gold", 1)}
+    assert run.ret == 1
+    assert "1 failed, 5 passed, 1 skipped" in run.lines[-1]

@@ -50,6 +50,8 @@ class EventLog:
     findings: dict[Unit, Finding] = field(default_factory=dict)
     done: bool = False
     final: bool = False
+    worker_starts: int = 0
+    """How many worker processes this run started (restarts after a stall add one each)."""
     last_event: float = field(default_factory=time.monotonic)
 
     def poll(self) -> bool:
@@ -74,6 +76,7 @@ class EventLog:
         kind = event["event"]
         if kind == "hello":
             self.hello, self.done = event, False
+            self.worker_starts += 1
             self.started.clear()  # a restarted worker: what was in flight was settled
         elif kind == "ready":
             self.ready = event

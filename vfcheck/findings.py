@@ -66,6 +66,8 @@ class EnvReport:
     tasks: list[TaskId] = field(default_factory=list)
     tiers: list[dict[str, str]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    worker_starts: int = 0
+    """Worker processes started for this env: 1 unless a stall forced a restart."""
 
     @property
     def bad(self) -> bool:
@@ -83,5 +85,6 @@ class EnvReport:
             "harness": self.harness,
             "sample": list(self.sample),
             "tiers": list(self.tiers),
+            "worker_starts": self.worker_starts,
             "findings": [f.as_dict() for f in self.findings],
         }

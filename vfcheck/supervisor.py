@@ -260,6 +260,7 @@ class EnvCheck:
             tasks=[TaskId(t["index"], t["key"]) for t in plan.get("tasks", [])],
             tiers=list(plan.get("tiers", [])),
             findings=findings,
+            worker_starts=self.log.worker_starts,
         )
 
 
