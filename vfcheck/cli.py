@@ -169,33 +169,13 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
 
 def check_options(args: argparse.Namespace) -> Any:
     """`[tool.vfcheck]` of the nearest pyproject.toml, overridden by the command line."""
-    from vfcheck.options import CheckOptions, pyproject_settings
+    from vfcheck.options import resolve_options
 
-    settings = pyproject_settings(Path.cwd())
-    options = CheckOptions.from_dict(settings)
-    if args.env_arg:
-        options.env_args = {**options.env_args, **_env_args(args.env_arg)}
-    if args.path:
-        options.paths = [*args.path, *options.paths]
-    if settings.get("checks") and not options.families:
-        options.families = [str(c) for c in settings["checks"]]
-    for name, attr in (("num_tasks", "num_tasks"), ("sample", "sample"),
-                       ("timeout", "timeout"), ("harness", "harness"), ("seed", "seed")):
-        value = getattr(args, name)
-        if value is not None:
-            setattr(options, attr, value)
-    if args.script is not None:
-        options.script = str(args.script)
-    if args.checks:
-        options.families = [c.strip() for c in args.checks.split(",") if c.strip()]
-    from vfcheck.checks import select
-
-    select(options.families)  # unknown family names are a usage error
-    if options.script:
-        from vfcheck.script import Script
-
-        Script.load(Path(options.script))  # a broken script is a usage error, up front
-    return options
+    return resolve_options(
+        Path.cwd(), env_args=args.env_arg, paths=args.path, checks=args.checks,
+        num_tasks=args.num_tasks, sample=args.sample, timeout=args.timeout,
+        harness=args.harness, script=args.script, seed=args.seed,
+    )
 
 
 def cmd_check(args: argparse.Namespace) -> int:

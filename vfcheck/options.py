@@ -69,3 +69,38 @@ def pyproject_settings(start: Path) -> dict[str, Any]:
             section = data.get("tool", {}).get("vfcheck", {})
             return {k.replace("-", "_"): v for k, v in section.items()}
     return {}
+
+
+def resolve_options(
+    start: Path,
+    *,
+    env_args: list[str] | None = None,
+    paths: list[str] | None = None,
+    checks: str | None = None,
+    **given: Any,
+) -> CheckOptions:
+    """The options of one run, for both front ends: `[tool.vfcheck]` of the nearest
+    pyproject.toml at or above `start`, overridden by what the command line gave (`None` =
+    not given). Raises ValueError (or ScriptError) for an unknown family or a broken script:
+    usage errors, reported before any env runs."""
+    from vfcheck.checks import select
+    from vfcheck.offline import parse_env_arg
+    from vfcheck.script import Script
+
+    settings = pyproject_settings(start)
+    options = CheckOptions.from_dict(settings)
+    if settings.get("checks") and not options.families:
+        options.families = [str(c) for c in settings["checks"]]
+    if env_args:
+        options.env_args = {**options.env_args, **dict(parse_env_arg(a) for a in env_args)}
+    if paths:
+        options.paths = [*paths, *options.paths]
+    for attr, value in given.items():
+        if value is not None:
+            setattr(options, attr, str(value) if attr == "script" else value)
+    if checks:
+        options.families = [c.strip() for c in checks.split(",") if c.strip()]
+    select(options.families)
+    if options.script:
+        Script.load(Path(options.script))
+    return options

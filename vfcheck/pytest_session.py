@@ -37,26 +37,16 @@ LIBRARY_REPORT = "library.json"
 
 
 def options_from_config(config: pytest.Config) -> CheckOptions:
-    from vfcheck.offline import parse_env_arg
-    from vfcheck.options import pyproject_settings
+    """`[tool.vfcheck]` at or above the rootdir, overridden by the `--vf-*` options."""
+    from vfcheck.options import resolve_options
 
-    settings = pyproject_settings(config.rootpath)
-    options = CheckOptions.from_dict(settings)
-    if settings.get("checks") and not options.families:
-        options.families = [str(c) for c in settings["checks"]]
     get = config.getoption
-    if get("vf_env_arg"):
-        options.env_args = {**options.env_args, **dict(parse_env_arg(a) for a in get("vf_env_arg"))}
-    if get("vf_path"):
-        options.paths = [*get("vf_path"), *options.paths]
-    for option, attr in (("vf_num_tasks", "num_tasks"), ("vf_sample", "sample"),
-                         ("vf_timeout", "timeout"), ("vf_harness", "harness"),
-                         ("vf_script", "script"), ("vf_seed", "seed")):
-        if get(option) is not None:
-            setattr(options, attr, get(option))
-    if get("vf_checks"):
-        options.families = [c.strip() for c in get("vf_checks").split(",") if c.strip()]
-    return options
+    return resolve_options(
+        config.rootpath, env_args=get("vf_env_arg"), paths=get("vf_path"),
+        checks=get("vf_checks"), num_tasks=get("vf_num_tasks"), sample=get("vf_sample"),
+        timeout=get("vf_timeout"), harness=get("vf_harness"), script=get("vf_script"),
+        seed=get("vf_seed"),
+    )
 
 
 class CheckFailed(Exception):
@@ -75,13 +65,6 @@ class VfcheckSession:
         self.env_ids: list[str] = list(config.getoption("vf_env"))
         try:
             self.options = options_from_config(config)
-            from vfcheck.checks import select
-
-            select(self.options.families)
-            if self.options.script:
-                from vfcheck.script import Script
-
-                Script.load(Path(self.options.script))
         except Exception as e:
             raise pytest.UsageError(f"vfcheck: {e}") from e
         self.only: list[str] = list(config.getoption("vf_only") or [])

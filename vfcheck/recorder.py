@@ -120,6 +120,3 @@ class TraceRecorder:
             turns=trace.num_turns,
             t=time.time(),
         )
-
-    def log_of(self, trace_id: str) -> TraceLog | None:
-        return self.logs.get(trace_id)
