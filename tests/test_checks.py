@@ -22,7 +22,8 @@ pytest_plugins = ["pytester"]
 Unit = tuple[str, int | None]
 
 BROKEN: dict[str, set[Unit]] = {
-    "vfc-broken-determinism": {("determinism.load", None), ("determinism.replay", 1)},
+    "vfc-broken-determinism": {("determinism.load", None), ("determinism.replay", 1),
+                               ("golden", 1)},
     "vfc-broken-setup": {("setup", 1)},
     "vfc-broken-gold": {("gold", 1)},
     "vfc-broken-noop": {("noop", 1)},
@@ -30,6 +31,7 @@ BROKEN: dict[str, set[Unit]] = {
     "vfc-broken-lifecycle": {("lifecycle", 1)},
     "vfc-broken-preview": {("preview", 1)},
     "vfc-broken-robustness": {("robustness", 1)},
+    "vfc-broken-golden": {("golden", 1)},
 }
 """Each broken fixture and the findings that must fail on it: nothing else may."""
 
@@ -44,6 +46,8 @@ LOAD_BROKEN = {
 
 WELL_BEHAVED = ["vfc-echo", "vfc-multiturn", "vfc-duet"]
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+GOLDEN = FIXTURES.parent / "golden"
+"""The fixture envs' committed golden traces (vfc-broken-golden's are stale on purpose)."""
 
 
 @dataclass
@@ -81,7 +85,8 @@ def units_with(env: dict[str, Any], outcomes: set[str]) -> set[Unit]:
 @pytest.fixture(scope="module")
 def broken_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
     """The broken fixtures, checked once for all the tests that read the verdicts."""
-    return run_plugin(tmp_path_factory.mktemp("broken"), FIXTURES, sorted(BROKEN))
+    return run_plugin(tmp_path_factory.mktemp("broken"), FIXTURES, sorted(BROKEN),
+                      f"--vf-golden-dir={GOLDEN}")
 
 
 @pytest.mark.slow
@@ -132,7 +137,8 @@ def test_the_printed_replay_line_runs_exactly_that_item(
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id", WELL_BEHAVED)
 def test_well_behaved_envs_pass_every_check(tmp_path: Path, env_id: str) -> None:
-    run = run_plugin(tmp_path, FIXTURES, [env_id])
+    run = run_plugin(tmp_path, FIXTURES, [env_id], f"--vf-golden-dir={GOLDEN}",
+                     "--vf-golden-strict")
     env = run.envs[env_id]
     bad = [f for f in env["findings"] if f["outcome"] not in {"passed", "skipped"}]
     assert bad == [], bad

@@ -77,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--timeout", type=float, help="timeout per check, seconds (60)")
     check.add_argument("--json", type=Path, metavar="FILE", help="write the JSON report")
     check.add_argument("--junit-xml", type=Path, metavar="FILE", help="write JUnit XML")
+    check.add_argument("--golden-dir", metavar="DIR",
+                       help="where golden traces live (default: golden/ beside pyproject.toml)")
+    check.add_argument("--golden-update", action="store_true", default=None,
+                       help="write golden traces (and remove unused ones)")
+    check.add_argument("--golden-strict", action="store_true", default=None,
+                       help="a missing or unused golden trace fails (CI, once recorded)")
     _add_env_options(check)
     check.set_defaults(harness=None)
 
@@ -175,6 +181,8 @@ def check_options(args: argparse.Namespace) -> Any:
         Path.cwd(), env_args=args.env_arg, paths=args.path, checks=args.checks,
         num_tasks=args.num_tasks, sample=args.sample, timeout=args.timeout,
         harness=args.harness, script=args.script, seed=args.seed,
+        golden_dir=args.golden_dir, golden_update=args.golden_update,
+        golden_strict=args.golden_strict,
     )
 
 
@@ -250,12 +258,21 @@ def _follow(console: Any, check: Any) -> None:
 
 def _conclude(console: Any, reports: list[Any], args: argparse.Namespace, *,
               seed: int | None, verifiers: str | None) -> int:
-    from vfcheck.report import failure_text, findings_table, json_report, write_json, write_junit
+    from vfcheck.report import (
+        failure_text,
+        findings_table,
+        golden_summary,
+        json_report,
+        write_json,
+        write_junit,
+    )
 
     for report in reports:
         console.print(findings_table(report))
         for text in failure_text(report):
             console.print(text, highlight=False, markup=False, soft_wrap=True)
+        if (golden := golden_summary(report)) is not None:
+            console.print(golden, highlight=False, markup=False, soft_wrap=True)
     if args.json is not None:
         write_json(args.json, json_report(reports, verifiers=verifiers, seed=seed))
     if args.junit_xml is not None:

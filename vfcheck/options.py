@@ -23,6 +23,15 @@ class CheckOptions:
     harness: str = "fast"
     script: str | None = None
     seed: int | None = None
+    golden_dir: str = ""
+    """Where golden traces live (absolute once resolved; default `golden/` beside the
+    pyproject.toml, else under the start folder)."""
+    golden_dir_given: bool = False
+    """True when the command line named the golden dir (replay commands repeat it)."""
+    golden_update: bool = False
+    """Write golden traces (`--snapshot-update`, `--golden-update`)."""
+    golden_strict: bool = False
+    """A missing or unused golden trace fails (CI, once recorded)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,21 +63,45 @@ class CheckOptions:
             words += [f"{prefix}script", self.script]
         if self.seed is not None:
             words += [f"{prefix}seed", str(self.seed)]
+        if self.golden_dir_given:
+            from vfcheck.golden import shown_path
+
+            words += [f"{prefix}golden-dir", shown_path(Path(self.golden_dir))]
+        if self.golden_strict:
+            words += [f"{prefix}golden-strict"]
         return words
+
+    def record_golden_command(self, env_id: str, *, pytest: bool) -> str:
+        """The command line that (re)records `env_id`'s golden traces with these options."""
+        import shlex
+
+        recording = CheckOptions.from_dict({**self.as_dict(), "families": ["golden"],
+                                            "golden_strict": False})
+        words = recording.replay_args(pytest=pytest)
+        if pytest:
+            return shlex.join(["pytest", "--vf-env", env_id, *words, "--snapshot-update"])
+        return shlex.join(["vfcheck", "check", env_id, *words, "--golden-update"])
+
+
+def nearest_pyproject(start: Path) -> Path | None:
+    for folder in [start, *start.parents]:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def pyproject_settings(start: Path) -> dict[str, Any]:
     """`[tool.vfcheck]` of the nearest pyproject.toml at or above `start` (else {})."""
-    for folder in [start, *start.parents]:
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text())
-            except tomllib.TOMLDecodeError as e:
-                raise ValueError(f"{candidate}: {e}") from e
-            section = data.get("tool", {}).get("vfcheck", {})
-            return {k.replace("-", "_"): v for k, v in section.items()}
-    return {}
+    candidate = nearest_pyproject(start)
+    if candidate is None:
+        return {}
+    try:
+        data = tomllib.loads(candidate.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{candidate}: {e}") from e
+    section = data.get("tool", {}).get("vfcheck", {})
+    return {k.replace("-", "_"): v for k, v in section.items()}
 
 
 def resolve_options(
@@ -77,11 +110,14 @@ def resolve_options(
     env_args: list[str] | None = None,
     paths: list[str] | None = None,
     checks: str | None = None,
+    golden_dir: str | None = None,
     **given: Any,
 ) -> CheckOptions:
     """The options of one run, for both front ends: `[tool.vfcheck]` of the nearest
     pyproject.toml at or above `start`, overridden by what the command line gave (`None` =
-    not given). Raises ValueError (or ScriptError) for an unknown family or a broken script:
+    not given). A golden dir given on the command line is relative to the working directory;
+    one in pyproject.toml, and the default `golden`, to the pyproject.toml's folder (else
+    `start`). Raises ValueError (or ScriptError) for an unknown family or a broken script:
     usage errors, reported before any env runs."""
     from vfcheck.checks import select
     from vfcheck.offline import parse_env_arg
@@ -89,6 +125,13 @@ def resolve_options(
 
     settings = pyproject_settings(start)
     options = CheckOptions.from_dict(settings)
+    pyproject = nearest_pyproject(start)
+    base = pyproject.parent if pyproject is not None else start
+    if golden_dir:
+        options.golden_dir = str(Path(golden_dir).resolve())
+        options.golden_dir_given = True
+    else:
+        options.golden_dir = str((base / (options.golden_dir or "golden")).resolve())
     if settings.get("checks") and not options.families:
         options.families = [str(c) for c in settings["checks"]]
     if env_args:

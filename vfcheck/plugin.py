@@ -37,6 +37,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="check the installed verifiers against the contracts vfcheck relies on")
     add("--vf-no-baseline", action="store_true", default=False,
         help="with --vf-library: report known behaviours as failed, not expected")
+    add("--vf-golden-dir", default=None, metavar="DIR",
+        help="where golden traces live (default: golden/ beside pyproject.toml); "
+             "--snapshot-update writes them")
+    add("--vf-golden-strict", action="store_true", default=None,
+        help="a missing or unused golden trace fails (CI, once recorded)")
     add("--vf-only", action="append", default=[], metavar="ITEM",
         help="run only these items, e.g. 'gold[1]' or 'lifecycle' (repeatable)")
 

@@ -45,7 +45,10 @@ def options_from_config(config: pytest.Config) -> CheckOptions:
         config.rootpath, env_args=get("vf_env_arg"), paths=get("vf_path"),
         checks=get("vf_checks"), num_tasks=get("vf_num_tasks"), sample=get("vf_sample"),
         timeout=get("vf_timeout"), harness=get("vf_harness"), script=get("vf_script"),
-        seed=get("vf_seed"),
+        seed=get("vf_seed"), golden_dir=get("vf_golden_dir"),
+        golden_strict=get("vf_golden_strict"),
+        # syrupy's option (absent under `-p no:syrupy`)
+        golden_update=bool(getattr(config.option, "update_snapshots", False)) or None,
     )
 
 
@@ -87,7 +90,7 @@ class VfcheckSession:
         self.owner = True
         self.run_dir = Path(tempfile.mkdtemp(prefix="vfcheck-pytest-"))
         for env_id in self.env_ids:
-            check = EnvCheck(env_id, self.options, self.run_dir)
+            check = EnvCheck(env_id, self.options, self.run_dir, pytest=True)
             check.start()
             self.checks[env_id] = check
         if self.library:
@@ -157,6 +160,19 @@ class VfcheckSession:
             f"sample {self.options.sample}, timeout {self.options.timeout:g}s"
         ]
 
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """The owner's line per env on its golden traces (as syrupy's snapshot summary)."""
+        from vfcheck.report import golden_summary
+
+        if not self.owner:
+            return
+        lines = [line for check in self.checks.values()
+                 if (line := golden_summary(check.report())) is not None]
+        if lines:
+            terminalreporter.write_sep("-", "vfcheck golden traces")
+            for line in lines:
+                terminalreporter.write_line(line)
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.owner:
             return
@@ -188,7 +204,9 @@ class EnvCollector(pytest.Collector):
 
     def collect(self) -> list[CheckItem]:
         log = self.vf.log_for(self.name)
-        log.wait(lambda log: log.plan is not None or ("load", None) in log.findings)
+        # A passing `load` finding comes just before the plan; a failing one ends the run.
+        log.wait(lambda log: log.plan is not None or (
+            ("load", None) in log.findings and log.findings["load", None].outcome != "passed"))
         units: list[Unit] = [("load", None)]
         if log.plan is not None:
             units = expected_units(log.plan, self.vf.options.families)

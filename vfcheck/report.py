@@ -78,6 +78,34 @@ def failure_text(env: EnvReport) -> list[str]:
     return [f"{node_name(f)} {f.outcome.upper()}: {f.message}" for f in env.findings if f.bad]
 
 
+GOLDEN_ACTIONS = ("matched", "recorded", "updated", "missing", "mismatch", "corrupt",
+                  "nondeterministic")
+
+
+def golden_summary(env: EnvReport) -> str | None:
+    """One line on the env's golden traces, syrupy's summary for vfcheck's items:
+    `vfc-echo golden traces: 2 matched, 1 recorded; 1 unused: golden/vfc-echo/old.json`."""
+    actions: dict[str, int] = {}
+    unused: list[str] = []
+    for f in env.findings:
+        if f.check == "golden":
+            action = (f.details.get("golden") or {}).get("action", f.outcome)
+            actions[action] = actions.get(action, 0) + 1
+        elif f.check == "golden.unused":
+            unused = list(f.details.get("unused") or [])
+            if f.details.get("removed"):
+                actions["removed as unused"] = len(f.details["removed"])
+    if not actions and not unused:
+        return None
+    order = [*GOLDEN_ACTIONS, "removed as unused"]
+    parts = [f"{actions[a]} {a}" for a in sorted(actions, key=lambda a: (
+        order.index(a) if a in order else len(order), a))]
+    line = f"{env.id} golden traces: {', '.join(parts) or 'none'}"
+    if unused:
+        line += f"; {len(unused)} unused: {', '.join(unused)}"
+    return line
+
+
 def json_report(
     envs: list[EnvReport], *, verifiers: str | None, seed: int | None
 ) -> dict[str, Any]:

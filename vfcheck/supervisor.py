@@ -94,9 +94,12 @@ def expected_units(plan: dict[str, Any], families: list[str] | None) -> list[Uni
 class EnvCheck:
     """One env's check run: `start()` it, then read `log` (or `report()` when `final`)."""
 
-    def __init__(self, env_id: str, options: CheckOptions, run_dir: Path) -> None:
+    def __init__(self, env_id: str, options: CheckOptions, run_dir: Path, *,
+                 pytest: bool = False) -> None:
         self.env_id = env_id
         self.options = options
+        self.pytest = pytest
+        """Which front end asked: the golden items name its command to record them."""
         self.path = event_file(run_dir, env_id, options)
         self.log = EventLog(self.path)
         self._proc: subprocess.Popen[bytes] | None = None
@@ -131,6 +134,8 @@ class EnvCheck:
             "paths": o.paths, "num_tasks": o.num_tasks, "families": o.families,
             "sample": o.sample, "timeout": o.timeout, "harness": o.harness,
             "script": o.script, "seed": o.seed,
+            "golden": {"dir": o.golden_dir, "update": o.golden_update, "strict": o.golden_strict,
+                       "record": o.record_golden_command(self.env_id, pytest=self.pytest)},
             "skip": sorted(skip, key=str), "isolate": sorted(isolate, key=str),
             "setup_failed": sorted(
                 i for (check, i), f in self.log.findings.items()

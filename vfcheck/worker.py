@@ -33,7 +33,7 @@ LOAD_TIMEOUT = 60.0
 """Seconds `load()` may take at least (the per-check timeout when that is longer): loading
 imports the env's modules, which a machine under load makes slow."""
 BUDGET = {"setup": 1.5, "gold": 2.5, "noop": 2.5, "episode": 2.5, "lifecycle": 2.5,
-          "determinism.replay": 4.5, "preview": 5.5, "robustness": 4.5}
+          "determinism.replay": 4.5, "golden": 4.5, "preview": 5.5, "robustness": 4.5}
 """A unit's deadline, in multiples of the per-check timeout (plus a constant): a `gold`
 unit sets the task up, then validates, each bounded by the timeout; `preview` plays three
 episodes in a row."""
@@ -52,6 +52,8 @@ class Worker:
         self.events = Path(spec["events"])
         self.timeout: float = float(spec.get("timeout", 60.0))
         self.task_of: dict[int, Any] = {}
+        self.identities: dict[int, tuple[str, str]] = {}
+        """Each task's golden identity `(identity, source)` (`vfcheck.golden`)."""
         self.container_roles: list[str] = []
         """Roles whose harness needs a container (`Harness.NEEDS_CONTAINER`): no episodes."""
 
@@ -124,12 +126,16 @@ class Worker:
         if loaded is None:
             return
         env, tasks, tiers = loaded
+        from vfcheck.golden import task_identity
+
         self.task_of = {t.data.idx: t for t in tasks}
+        self.identities = {t.data.idx: task_identity(t) for t in tasks}
         self.container_roles = container_roles(tiers)
         sample = [t.data.idx for t in tasks[: int(self.spec.get("sample", 3))]]
         self.emit(
             "plan",
-            tasks=[{"index": t.data.idx, "key": str(t.key)} for t in tasks],
+            tasks=[{"index": t.data.idx, "key": str(t.key),
+                    "golden": self.identities[t.data.idx][0]} for t in tasks],
             sample=sample,
             tiers=[{"role": r.role, "tier": r.tier, "harness": r.harness, "reason": r.reason}
                    for r in tiers],
@@ -150,8 +156,64 @@ class Worker:
                     harness=harness, model=model, start_mock=False))
 
             lab = EpisodeLab(self.env_id, runner, router, open_timeout_runner, self.timeout)
+            lab.goldens = self.golden_plan(tiers, verifiers.__version__)
             units = self.units(tasks, sample)
             await self.run_units(units, self.unit_runners(env, tasks, lab))
+
+    def golden_book(self) -> Any:
+        from vfcheck.golden import GoldenBook
+
+        golden = self.spec.get("golden") or {}
+        return GoldenBook(
+            Path(golden.get("dir") or "golden").resolve(), self.env_id,
+            update=bool(golden.get("update")), strict=bool(golden.get("strict")),
+            record=str(golden.get("record") or ""),
+        )
+
+    def golden_plan(self, tiers: list[Any], verifiers_version: str) -> Any:
+        from vfcheck.checks.episodes import GoldenPlan
+
+        script = self.spec.get("script")
+        header = {
+            "env": self.env_id,
+            "tier": {t.role: t.tier for t in tiers},
+            "script": Path(script).name if script else "default",
+            "seed": self.seed(),
+            "verifiers": verifiers_version,
+        }
+        return GoldenPlan(self.golden_book(), self.identities, header)
+
+    async def golden_unused(self) -> Finding:
+        """`golden.unused`: golden files of this env that name none of its tasks."""
+        from vfcheck.golden import env_folder, shown_path
+
+        book = self.golden_book()
+        folder = shown_path(env_folder(book.golden_dir, self.env_id))
+        spec = BY_ID["golden.unused"]
+
+        def finding(outcome: Any, message: str, **details: Any) -> Finding:
+            return Finding("golden.unused", spec.family, None, outcome,
+                           f"env {self.env_id!r}: {message}", details)
+
+        if self.spec.get("num_tasks") is not None:
+            return finding("skipped", f"cannot tell which golden files in {folder} are unused: "
+                           f"-n {self.spec['num_tasks']} limits the tasks loaded")
+        unused = book.unused([identity for identity, _ in self.identities.values()])
+        names = [shown_path(p) for p in unused]
+        if not unused:
+            return finding("passed", f"no unused golden file in {folder}")
+        listed = ", ".join(names)
+        if book.update:
+            for path in unused:
+                path.unlink(missing_ok=True)
+            return finding("passed", f"removed {len(unused)} unused golden file(s): {listed}",
+                           removed=names)
+        if book.strict:
+            return finding("failed", f"golden.unused failed — {len(unused)} golden file(s) "
+                           f"name no task of the env: {listed} (remove them with: "
+                           f"{book.record}). Contract: {spec.contract}.", unused=names)
+        return finding("skipped", f"{len(unused)} unused golden file(s), naming no task of "
+                       f"the env: {listed} (remove them with: {book.record})", unused=names)
 
     def seed(self) -> int:
         return int(self.spec["seed"]) if self.spec.get("seed") is not None else 0
@@ -195,6 +257,8 @@ class Worker:
             "preview": lab.preview,
             "robustness": lab.robustness,
             "determinism.replay": lab.replay,
+            "golden": lab.golden,
+            "golden.unused": lambda _: self.golden_unused(),
         }
 
     async def run_units(self, units: list[Unit],

@@ -97,11 +97,30 @@ CATALOGUE: tuple[CheckSpec, ...] = (
         "two plays differ after normalisation (ids, times, ports, secrets scrubbed)",
         "golden traces and reproducible evals need a deterministic env",
     ),
+    CheckSpec(
+        "golden", "golden", "sample",
+        "the task's normalised trace against the script equals its golden trace "
+        "(<golden dir>/<env>/<task>.json)",
+        "the normalised trace differs from the golden file (the diff names the message and "
+        "field), the golden file is not valid JSON, or it is missing under "
+        "--vf-golden-strict; a task whose two plays differ is reported non-deterministic "
+        "instead (missing without strict: skipped, with the command that records it)",
+        "a changed prompt, tool or reward shows as a readable diff before a training run "
+        "finds out",
+    ),
+    CheckSpec(
+        "golden.unused", "golden", "env",
+        "every golden file in the env's golden folder belongs to one of its tasks",
+        "under --vf-golden-strict, a golden file names no task of the env (an update "
+        "removes it; without strict it is reported as skipped; unknowable when -n limits "
+        "the tasks loaded)",
+        "a stale golden trace hides that a task was renamed or removed",
+    ),
 )
 
 FAMILIES: tuple[str, ...] = (
     "load", "determinism", "setup", "gold", "noop", "episode", "lifecycle", "preview",
-    "robustness",
+    "robustness", "golden",
 )
 """Env-suite families, in the order the report lists them."""
 

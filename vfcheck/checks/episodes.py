@@ -43,6 +43,30 @@ class PolicyRouter:
         return None if policy is None else policy(request)
 
 
+@dataclass
+class GoldenPlan:
+    """What the `golden` family needs besides the plays: the env's golden folder, each
+    task's identity `(identity, source)` by index, and the header shared by its files."""
+
+    book: Any
+    """A `vfcheck.golden.GoldenBook`."""
+    identities: dict[int, tuple[str, str]]
+    header: dict[str, Any]
+
+
+def normalized_views(result: Any) -> list[dict[str, Any]]:
+    """Each trace of an episode, normalised with its notify log (`vfcheck.normalize`)."""
+    from vfcheck.normalize import normalize_trace
+
+    by_id = {log.trace.id: log for log in result.logs}
+    views = []
+    for trace in result.traces:
+        log = by_id.get(trace.id)
+        views.append(normalize_trace(
+            trace.to_record(), [e.as_dict() for e in log.events] if log else None))
+    return views
+
+
 def task_id(task: Any) -> TaskId:
     return TaskId(index=task.data.idx, key=str(task.key))
 
@@ -160,6 +184,8 @@ class EpisodeLab:
         self._timeout_lock = asyncio.Lock()
         self.timeout = timeout
         self._plays: dict[int, asyncio.Future[Any]] = {}
+        self._second_plays: dict[int, asyncio.Future[Any]] = {}
+        self.goldens: GoldenPlan | None = None
         self._gate = asyncio.Semaphore(EPISODES_AT_ONCE)
 
     async def play(self, task: Any, policy: Callable[[Any], Any] | None = None,
@@ -192,22 +218,20 @@ class EpisodeLab:
     async def lifecycle(self, task: Any) -> Finding:
         return lifecycle_finding(self.env_id, task, await self.first_play(task))
 
+    async def both_plays(self, task: Any) -> tuple[Any, Any]:
+        """The task's two happy plays (memoised: `determinism.replay` and `golden` share
+        them; the first is also `episode`'s and `lifecycle`'s), played concurrently."""
+        index = task.data.idx
+        if index not in self._second_plays:
+            self._second_plays[index] = asyncio.ensure_future(self.play(task))
+        first, second = await asyncio.gather(
+            self.first_play(task), asyncio.shield(self._second_plays[index]))
+        return first, second
+
     async def replay(self, task: Any) -> Finding:
-        from vfcheck.normalize import normalize_trace, trace_diff
+        from vfcheck.normalize import trace_diff
 
-        first = await self.first_play(task)
-        second = await self.play(task)
-
-        def view(result: Any) -> list[dict[str, Any]]:
-            by_id = {log.trace.id: log for log in result.logs}
-            views = []
-            for t in result.traces:
-                log = by_id.get(t.id)
-                views.append(normalize_trace(
-                    t.to_record(), [e.as_dict() for e in log.events] if log else None))
-            return views
-
-        a, b = view(first), view(second)
+        a, b = (normalized_views(r) for r in await self.both_plays(task))
         if len(a) != len(b):
             return _finding("determinism.replay", self.env_id, task, "failed",
                             f"the two plays minted {len(a)} and {len(b)} trace(s)")
@@ -221,6 +245,48 @@ class EpisodeLab:
             )
         return _finding("determinism.replay", self.env_id, task, "passed",
                         "two plays normalise identically")
+
+    async def golden(self, task: Any) -> Finding:
+        """Compare the task's normalised trace with its golden file (see `vfcheck.golden`);
+        an env whose two plays differ is reported non-deterministic instead."""
+        from vfcheck.golden import golden_diff, golden_document, hide_content_hash
+
+        assert self.goldens is not None, "the golden family needs a GoldenPlan"
+        plan = self.goldens
+        identity, source = plan.identities[task.data.idx]
+        spec = BY_ID["golden"]
+        path = plan.book.path_of(identity)
+        clash = [i for i, (other, _) in plan.identities.items()
+                 if i != task.data.idx and plan.book.path_of(other) == path]
+        if clash:
+            return _finding("golden", self.env_id, task, "failed",
+                            f"tasks {task.data.idx} and {clash[0]} map to the same golden file "
+                            f"{path.name}; give the tasks distinct keys or data.id")
+        first, second = await self.both_plays(task)
+        header = {**plan.header, "task": identity, "task_from": source}
+        documents = [
+            golden_document(header, hide_content_hash(normalized_views(r), source),
+                            r.runner_error)
+            for r in (first, second)
+        ]
+        moved = golden_diff(documents[0], documents[1])
+        if moved:
+            return _finding(
+                "golden", self.env_id, task, "failed",
+                "the env is not deterministic: two plays against the same script differ "
+                f"after normalisation ({'; '.join(moved[:3])}"
+                f"{f' (+{len(moved) - 3} more)' if len(moved) > 3 else ''}), so no golden "
+                f"comparison was made (see determinism.replay[{task.data.idx}])",
+                golden={"action": "nondeterministic", "path": str(path)}, diff=moved)
+        settled = plan.book.settle(identity, documents[0])
+        details = {"golden": {"action": settled.action, "path": str(path)},
+                   "diff": settled.diff}
+        if settled.outcome == "failed":
+            message = (f"{where(self.env_id, task)}: golden failed — {settled.observed}\n"
+                       f"Contract: {spec.contract}.")
+            return Finding("golden", spec.family, task_id(task), "failed", message, details)
+        return _finding("golden", self.env_id, task, settled.outcome, settled.observed,
+                        **details)
 
     async def preview(self, task: Any) -> Finding:
         from vfcheck.model import Reply, fixed
