@@ -32,8 +32,20 @@ BROKEN: dict[str, set[Unit]] = {
     "vfc-broken-preview": {("preview", 1)},
     "vfc-broken-robustness": {("robustness", 1)},
     "vfc-broken-golden": {("golden", 1)},
+    "vfc-broken-hook-types": {("gold", 1), ("noop", 1), ("episode", 1), ("robustness", 1),
+                              ("episode", 2), ("robustness", 2), ("gold", 3)},
+    "vfc-broken-leak": {("hygiene.processes", None)},
 }
 """Each broken fixture and the findings that must fail on it: nothing else may."""
+
+HOOK_TYPES: dict[Unit, str] = {
+    ("episode", 1): "@vf.reward echoed returned 'yes' (str), not a number",
+    ("gold", 1): "a scoring hook returned 'yes' (str), not a number",
+    ("noop", 1): "@vf.reward echoed returned 'no' (str), not a number",
+    ("episode", 2): "@vf.stop single_turn returned None (NoneType), not a bool",
+    ("gold", 3): "Task.validate returned 'yes' (str), not a bool",
+}
+"""vfc-broken-hook-types: what the message of each wrong-type hook's finding must say."""
 
 LOAD_BROKEN = {
     "vfc-broken-load-raises": "ValueError: dataset file missing",
@@ -107,6 +119,23 @@ def test_each_family_fails_on_exactly_the_broken_task(
             assert BY_ID[finding["check"]].contract in message
         else:  # the rest passes, or is skipped with its reason
             assert finding["outcome"] in {"passed", "skipped"}, finding
+
+
+@pytest.mark.slow
+def test_a_hook_of_the_wrong_type_is_named_with_what_it_returned_and_its_rule(
+    broken_run: PluginRun,
+) -> None:
+    findings = {(f["check"], f["task"]["index"] if f["task"] else None): f
+                for f in broken_run.envs["vfc-broken-hook-types"]["findings"]}
+    for unit, observed in HOOK_TYPES.items():
+        message = findings[unit]["message"]
+        assert observed in message and "\n" not in message, message
+    assert "Contract: " in findings[("gold", 1)]["message"]
+    assert findings[("episode", 2)]["message"].endswith("; @vf.stop hooks return a bool.")
+    # no model request was made on task 2: preview has nothing to judge, and says why
+    preview = findings[("preview", 2)]
+    assert preview["outcome"] == "skipped" and "before the first model request" in preview[
+        "message"]
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """The check catalogue: what each check asserts, why it matters, and its scope.
 
 A check is data here; the functions that produce its findings live in one module per
-family (`load`, `validate`, `episodes`, `lifecycle`). The registry is what
+family (`load`, `validate`, `episodes`, `lifecycle`, `hygiene`). The registry is what
 `vfcheck list-checks` prints and what both front ends iterate, so a check exists in
 exactly one place.
 """
@@ -50,7 +50,8 @@ CATALOGUE: tuple[CheckSpec, ...] = (
     CheckSpec(
         "gold", "gold", "task",
         "Task.validate accepts the task's own reference solution",
-        "Task.validate returns False, raises or times out (None means no gold check: skipped)",
+        "Task.validate returns False (or anything but True, False or None), raises or times "
+        "out (None means no gold check: skipped)",
         "a task its own reference cannot solve trains the model on noise",
     ),
     CheckSpec(
@@ -63,8 +64,9 @@ CATALOGUE: tuple[CheckSpec, ...] = (
         "episode", "episode", "sample",
         "one episode against the default script records no env or task error, finite "
         "rewards and metrics, and a trace that survives a JSON round trip",
-        "the episode records an error, a non-finite reward or metric, or the trace does not "
-        "round-trip through JSON",
+        "the episode records an error, a non-finite reward or metric, a @vf.reward or "
+        "@vf.metric hook returns a non-number or a @vf.stop hook a non-bool, or the trace "
+        "does not round-trip through JSON",
         "an episode that breaks on a well-behaved model breaks on every model",
     ),
     CheckSpec(
@@ -116,11 +118,20 @@ CATALOGUE: tuple[CheckSpec, ...] = (
         "the tasks loaded)",
         "a stale golden trace hides that a task was renamed or removed",
     ),
+    CheckSpec(
+        "hygiene.processes", "hygiene", "env",
+        "env code leaves no process running after its hooks and episodes finish",
+        "a process below the check worker (a child, or an orphan it adopted) still runs once "
+        "every check is done and verifiers has closed its runners (which stops the harness "
+        "programs and tool servers it started); vfcheck then kills it",
+        "a hook that starts a process and never reaps it leaks one per task and episode, "
+        "until a training machine runs out of processes or memory",
+    ),
 )
 
 FAMILIES: tuple[str, ...] = (
     "load", "determinism", "setup", "gold", "noop", "episode", "lifecycle", "preview",
-    "robustness", "golden",
+    "robustness", "golden", "hygiene",
 )
 """Env-suite families, in the order the report lists them."""
 

@@ -53,9 +53,15 @@ def needs_container(task: Any) -> bool:
                 or getattr(data, "agent_user", None))
 
 
-def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any]) -> Finding:
-    """A validate row as a finding: the row itself is the observation."""
+def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any],
+                probed: list[str] | None = None) -> Finding:
+    """A validate row as a finding: the row itself is the observation. A hook that returned
+    the wrong type is named with what it returned and the rule it broke (`probed`: what
+    `hook_types.probe` found on an untouched trace of the task)."""
+    from vfcheck.checks.hook_types import VALIDATE_RULE, describe, explain_error
+
     spec = BY_ID[mode]
+    rule = ""
     where = f"env {env_id!r}, {tid.label()}"
     reason = row.get("reason")
     details = {"validate_row": row}
@@ -71,13 +77,21 @@ def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any]) -> Fin
     elif reason == "invalid" and mode == "noop":
         observed = (f"the untouched task scores reward={row.get('reward')!r} "
                     f"(rewards {row.get('rewards')})")
+    elif reason == "invalid" and row.get("valid") is not False:
+        observed = (f"Task.validate returned {describe(row.get('valid'))}, not a bool "
+                    "(vf-validate counts anything but True as invalid)")
+        rule = VALIDATE_RULE
     elif reason == "invalid":
         observed = "Task.validate returned False"
     else:
         observed = f"it raised {row.get('error_type')}: {row.get('error')}"
+        if (wrong := explain_error(str(row.get("error") or ""))) is not None:
+            got, rule = wrong
+            observed = f"{got}; {observed}" + (f" ({'; '.join(probed)})" if probed else "")
+    contract = spec.contract + (f"; {rule}" if rule else "")
     return Finding(
         mode, mode, tid, "failed",
-        f"{where}: {mode} failed — {observed}. Contract: {spec.contract}.", details,
+        f"{where}: {mode} failed — {observed}. Contract: {contract}.", details,
     )
 
 
@@ -101,4 +115,18 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any) -> Finding:
                        f"the {mode} check (verifiers.v1.cli.validate.CHECKS)", {})
     run_check, _ = api
     row = await run_check(task, config, mode)
-    return row_finding(env_id, tid, mode, row)
+    return row_finding(env_id, tid, mode, row, await name_scoring_hooks(task, row))
+
+
+async def name_scoring_hooks(task: Any, row: dict[str, Any]) -> list[str]:
+    """When scoring failed on a hook's return type, which `@vf.reward`/`@vf.metric` hooks
+    return a non-number on an untouched trace of the task (verifiers' message names none)."""
+    from vfcheck.checks.hook_types import explain_error, probe, untouched_trace
+
+    if explain_error(str(row.get("error") or "")) is None:
+        return []
+    try:
+        found = await probe(task, untouched_trace(task), kinds=("metric", "reward"))
+    except Exception:  # noqa: BLE001 - naming the hook is a courtesy; the row stands alone
+        return []
+    return [f"{p}, on an untouched trace" for p in found]

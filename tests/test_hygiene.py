@@ -1,0 +1,97 @@
+"""`hygiene.processes`: a process env code leaves running is reported by command line and pid,
+and killed; the well-behaved envs (whose harness programs and tool servers verifiers stops
+itself) pass."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vfcheck.checks import BY_ID
+
+LEAK = "sleep 3600"
+
+
+def live_pids_running(command: str) -> list[int]:
+    """Every live (not zombie) process on the machine whose command line is `command`."""
+    from vfcheck.checks.hygiene import cmdline
+
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and cmdline(int(entry.name)) == command:
+            found.append(int(entry.name))
+    return found
+
+
+def check(tmp_path: Path, envs: list[str], paths: list[Path], *args: str) -> tuple[int, Any]:
+    out = tmp_path / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "vfcheck", "check", *envs,
+         *[w for p in paths for w in ("--path", str(p))], *args, "--json", str(out)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL,
+    )
+    assert out.exists(), done.stderr[-2000:]
+    return done.returncode, json.loads(out.read_text())
+
+
+def test_an_orphan_is_adopted_reported_and_killed() -> None:
+    """`sh -c 'sleep 3600 &'`: sh exits at once, and the orphaned sleep would belong to init;
+    a subreaper keeps it in view (`leftovers`), and `stop` kills it."""
+    script = textwrap.dedent(f"""
+        import json, os, subprocess
+        from vfcheck.checks import hygiene
+        assert hygiene.become_subreaper()
+        subprocess.run(["sh", "-c", "{LEAK} >/dev/null 2>&1 &"], check=True)
+        found = hygiene.leftovers(os.getpid())
+        hygiene.stop(found)
+        print(json.dumps({{"found": [[p.pid, p.cmdline] for p in found],
+                          "after": [p.pid for p in hygiene.leftovers(os.getpid())]}}))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=True)
+    result = json.loads(done.stdout)
+    assert [line for _, line in result["found"]] == [LEAK]
+    assert result["after"] == []
+    assert result["found"][0][0] not in live_pids_running(LEAK)
+
+
+@pytest.mark.slow
+def test_a_leaked_process_fails_hygiene_by_name_and_pid_and_is_killed(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    code, report = check(tmp_path, ["vfc-broken-leak"], [fixtures_dir],
+                         "--checks", "setup,episode,hygiene")
+    assert code == 1
+    (env,) = report["envs"]
+    bad = [f for f in env["findings"] if f["outcome"] in ("failed", "error")]
+    assert [f["check"] for f in bad] == ["hygiene.processes"]
+    (finding,) = bad
+    leaked = finding["details"]["leftovers"]
+    assert len(leaked) == 2  # task 1's setup ran for the setup check and for its episode
+    message = finding["message"]
+    assert message.startswith("env 'vfc-broken-leak': hygiene.processes failed — ")
+    assert f"`{LEAK}` (pids " in message and "\n" not in message
+    assert all(str(p["pid"]) in message and p["cmdline"] == LEAK for p in leaked)
+    assert BY_ID["hygiene.processes"].contract in message
+    assert live_pids_running(LEAK) == []
+
+
+@pytest.mark.slow
+def test_well_behaved_envs_leave_no_process(
+    fixtures_dir: Path, verifiers_fixtures: Path, tmp_path: Path
+) -> None:
+    """The env tier's harness programs and tool servers (vfc-tool, echo-tool-v1) and the fast
+    tier (echo-v1), through happy, failing, hung and cancelled episodes."""
+    envs = ["vfc-tool", "echo-v1", "echo-tool-v1"]
+    code, report = check(tmp_path, envs, [fixtures_dir, verifiers_fixtures],
+                         "--checks", "episode,preview,hygiene", "--sample", "1")
+    verdicts = {(e["id"], f["check"]): f["outcome"] for e in report["envs"]
+                for f in e["findings"] if f["check"] == "hygiene.processes"}
+    assert verdicts == {(env, "hygiene.processes"): "passed" for env in envs}
+    assert code == 0

@@ -1,0 +1,118 @@
+"""`hygiene.processes`: env code leaves no process running once its hooks and episodes end.
+
+A hook that starts a process (`subprocess.Popen(["sleep", "3600"])` in `setup`, a server
+in a reward) and never reaps it leaks one process per task and episode: a training run
+plays thousands, and the machine fills up. verifiers stops what it starts itself (harness
+programs, tool servers) when its runtimes and `env.serving()` close; whatever still runs
+below the check worker after that is the env's.
+
+The worker makes itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`), so a process
+whose parent exits (`sh -c 'cmd &'`, a double fork) is re-parented to the worker rather
+than to init and stays in view. At the end of the run the worker reports what is left,
+then kills it, whether or not this check was selected: vfcheck never leaves it behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from vfcheck.checks import BY_ID
+from vfcheck.findings import Finding
+
+CHECK = "hygiene.processes"
+SETTLE = 3.0
+"""Seconds processes get to exit on their own after the runners close (a harness program
+that got SIGTERM) before they count as leaked."""
+PR_SET_CHILD_SUBREAPER = 36
+HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+"""Python's own helper processes (started by libraries the env imports): they exit with
+the worker, so they are not leaks."""
+
+
+@dataclass(frozen=True)
+class Leftover:
+    pid: int
+    cmdline: str
+
+
+def become_subreaper() -> bool:
+    """Adopt orphaned descendants (Linux); False where the kernel does not offer it."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def cmdline(pid: int) -> str | None:
+    """The process's command line, or None if it is gone or a zombie (not running)."""
+    proc = Path(f"/proc/{pid}")
+    try:
+        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        raw = (proc / "cmdline").read_bytes()
+    except (OSError, IndexError):
+        return None
+    if state in ("Z", "X"):
+        return None
+    words = raw.rstrip(b"\0").split(b"\0")
+    return " ".join(w.decode(errors="replace") for w in words) or f"[pid {pid}]"
+
+
+def leftovers(root: int) -> list[Leftover]:
+    """Every live process below `root`, Python's own helpers left out."""
+    from vfcheck.supervisor import descendants
+
+    found = []
+    for pid in descendants(root):
+        line = cmdline(pid)
+        if line is not None and not any(helper in line for helper in HELPERS):
+            found.append(Leftover(pid, line))
+    return found
+
+
+async def settled_leftovers(root: int, settle: float = SETTLE) -> list[Leftover]:
+    """`leftovers(root)` once they stop exiting on their own, or after `settle` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + settle
+    found = leftovers(root)
+    while found and loop.time() < deadline:
+        await asyncio.sleep(0.1)
+        found = leftovers(root)
+    return found
+
+
+def stop(found: list[Leftover]) -> None:
+    """Kill the leftovers and reap those that are the worker's children."""
+    from vfcheck.supervisor import kill_pids
+
+    kill_pids([p.pid for p in found])
+    for p in found:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(p.pid, 0)
+
+
+def processes_finding(env_id: str, found: list[Leftover]) -> Finding:
+    spec = BY_ID[CHECK]
+    where = f"env {env_id!r}"
+    details = {"leftovers": [{"pid": p.pid, "cmdline": p.cmdline} for p in found]}
+    if not found:
+        return Finding(CHECK, spec.family, None, "passed",
+                       f"{where}: no process left running after the hooks and episodes", details)
+    by_line: dict[str, list[int]] = {}
+    for p in found:
+        by_line.setdefault(p.cmdline, []).append(p.pid)
+    listed = "; ".join(
+        f"`{line[:120]}` (pid{'s' if len(pids) > 1 else ''} {', '.join(map(str, pids))})"
+        for line, pids in by_line.items()
+    )
+    return Finding(
+        CHECK, spec.family, None, "failed",
+        f"{where}: {CHECK} failed — {len(found)} process(es) started by env code were still "
+        f"running after every hook and episode had finished (vfcheck killed them): {listed}. "
+        f"Contract: {spec.contract}.", details,
+    )
