@@ -43,6 +43,9 @@ def _add_env_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--script", type=Path, help="the user's script file (TOML)")
     p.add_argument("--seed", type=int, default=None,
                    help="seed of the default script (default: the script file's, else 0)")
+    p.add_argument("--wheels", metavar="DIR",
+                   help="folder of wheels the harness programs resolve their dependencies "
+                        "from, with no package index (fill it with: vfcheck wheels DIR ENV)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,6 +98,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list-checks", help="print the check catalogue")
 
+    wheels = sub.add_parser(
+        "wheels", help="download the harness programs' dependencies into a wheel folder, "
+                       "for --wheels on a machine with no package index")
+    wheels.add_argument("folder", type=Path, metavar="DIR", help="the wheel folder")
+    wheels.add_argument("envs", nargs="*", metavar="ENV",
+                        help="env ids whose harnesses' programs to add (verifiers' chat "
+                             "program is always in)")
+    wheels.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
+                        help="env config value, as for run")
+    wheels.add_argument("--path", action="append", default=[], metavar="DIR",
+                        help="folder holding env modules")
+
     mock = sub.add_parser("mock-server", help="serve the scripted model on 127.0.0.1")
     mock.add_argument("--port", type=int, default=8000)
     mock.add_argument("--script", type=Path, help="the user's script file (TOML)")
@@ -121,11 +136,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from vfcheck.report import episode_table
     from vfcheck.runner import EnvLoadError, EpisodeResult, run_episodes
     from vfcheck.script import ScriptError
+    from vfcheck.wheels import wheel_folder
+    from vfcheck.workdirs import owned
 
     console = Console(stderr=True)
     try:
         env_args = _env_args(args.env_arg)
         model = None if args.base_url else _scripted_model(args.script, args.seed)
+        wheels = str(wheel_folder(args.wheels, Path.cwd(), "--wheels")) if args.wheels else None
     except (ValueError, ScriptError) as e:
         print(f"vfcheck: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -143,12 +161,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress.advance(bar)
 
     try:
-        with progress:
+        with owned(), progress:  # HOME: a work dir of this run's own (vfcheck.workdirs)
             summary = asyncio.run(run_episodes(
                 args.env, num_tasks=args.num_tasks, rollouts=args.rollouts,
                 concurrency=args.concurrency, harness=args.harness, env_args=env_args,
                 model=model, base_url=args.base_url, timeout=args.timeout, paths=args.path,
-                output=output, on_start=started, on_result=finished,
+                output=output, wheels=wheels, on_start=started, on_result=finished,
             ))
     except EnvLoadError as e:
         print(f"vfcheck: {e}", file=sys.stderr)  # one line, never wrapped
@@ -157,7 +175,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})")
     Console().print(episode_table(summary))
     console.print(f"episodes: {output}")
-    return EXIT_FAILED if any(r.runner_error for r in summary.results) else EXIT_OK
+    failed = [r.runner_error for r in summary.results if r.runner_error]
+    for error in dict.fromkeys(failed):  # one line each, never wrapped
+        print(f"vfcheck: {failed.count(error)} episode(s): {error}", file=sys.stderr)
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def cmd_mock_server(args: argparse.Namespace) -> int:
@@ -182,12 +203,13 @@ def check_options(args: argparse.Namespace) -> Any:
         num_tasks=args.num_tasks, sample=args.sample, timeout=args.timeout,
         harness=args.harness, script=args.script, seed=args.seed,
         golden_dir=args.golden_dir, golden_update=args.golden_update,
-        golden_strict=args.golden_strict,
+        golden_strict=args.golden_strict, wheels=args.wheels,
     )
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     import importlib.metadata
+    import shutil
     import tempfile
 
     from rich.console import Console
@@ -235,6 +257,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         reports = [check.report() for check in checks]
         _conclude(console, reports, args, seed=options.seed, verifiers=verifiers)
         raise
+    finally:
+        from vfcheck.workdirs import sweep
+
+        sweep()  # work dirs of workers killed at a hard deadline or by an interrupt
+        shutil.rmtree(run_dir, ignore_errors=True)  # the event logs, read into `reports`
     return _conclude(console, reports, args, seed=options.seed, verifiers=verifiers)
 
 
@@ -327,8 +354,32 @@ def cmd_list_checks(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_wheels(args: argparse.Namespace) -> int:
+    """Fill a wheel folder for `--wheels`: the dependencies of verifiers' chat program and
+    of the named envs' harness programs, for this interpreter, proven to resolve offline."""
+    from vfcheck.offline import prepare_process_env
+    from vfcheck.runner import EnvLoadError
+    from vfcheck.wheels import WheelsError, fill, programs_of
+
+    try:
+        env_args = _env_args(args.env_arg)
+    except ValueError as e:
+        print(f"vfcheck: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    prepare_process_env(args.path)
+    try:
+        programs = programs_of(args.envs, env_args)
+        wheels = fill(args.folder.resolve(), programs)
+    except (EnvLoadError, WheelsError) as e:
+        print(f"vfcheck: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"{len(wheels)} wheel(s) in {args.folder}; use: --wheels {args.folder}")
+    return EXIT_OK
+
+
 COMMANDS = {"run": cmd_run, "check": cmd_check, "library": cmd_library,
-            "list-checks": cmd_list_checks, "mock-server": cmd_mock_server}
+            "list-checks": cmd_list_checks, "mock-server": cmd_mock_server,
+            "wheels": cmd_wheels}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

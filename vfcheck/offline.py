@@ -50,10 +50,15 @@ def uv_bin_dir() -> Path | None:
         return None
 
 
-def prepare_process_env(extra_paths: Sequence[str] = ()) -> None:
+def prepare_process_env(extra_paths: Sequence[str] = (), *, wheels: str | None = None) -> None:
     """Set the offline flags, put uv on PATH, and put `extra_paths` (env folders) on
     both `sys.path` and `PYTHONPATH` (harness programs and tool servers are other
-    processes that import the env module too). Idempotent."""
+    processes that import the env module too); with `wheels`, harness programs resolve
+    their dependencies from that folder alone (`vfcheck.wheels`). Idempotent."""
+    if wheels:
+        from vfcheck.wheels import use_wheels
+
+        use_wheels(wheels)
     for key, value in OFFLINE_ENV.items():
         os.environ.setdefault(key, value)
     os.environ.setdefault(MOCK_API_KEY_VAR, "vfcheck-offline")

@@ -32,6 +32,9 @@ class CheckOptions:
     """Write golden traces (`--snapshot-update`, `--golden-update`)."""
     golden_strict: bool = False
     """A missing or unused golden trace fails (CI, once recorded)."""
+    wheels: str | None = None
+    """A folder of wheels the harness programs resolve their dependencies from, with no
+    package index (absolute once resolved; `vfcheck.wheels`)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,6 +72,8 @@ class CheckOptions:
             words += [f"{prefix}golden-dir", shown_path(Path(self.golden_dir))]
         if self.golden_strict:
             words += [f"{prefix}golden-strict"]
+        if self.wheels:
+            words += [f"{prefix}wheels", self.wheels]
         return words
 
     def record_golden_command(self, env_id: str, *, pytest: bool) -> str:
@@ -111,17 +116,21 @@ def resolve_options(
     paths: list[str] | None = None,
     checks: str | None = None,
     golden_dir: str | None = None,
+    wheels: str | None = None,
+    wheels_flag: str = "--wheels",
     **given: Any,
 ) -> CheckOptions:
     """The options of one run, for both front ends: `[tool.vfcheck]` of the nearest
     pyproject.toml at or above `start`, overridden by what the command line gave (`None` =
-    not given). A golden dir given on the command line is relative to the working directory;
-    one in pyproject.toml, and the default `golden`, to the pyproject.toml's folder (else
-    `start`). Raises ValueError (or ScriptError) for an unknown family or a broken script:
-    usage errors, reported before any env runs."""
+    not given). A golden dir or wheel folder given on the command line is relative to the
+    working directory; one in pyproject.toml, and the default `golden`, to the
+    pyproject.toml's folder (else `start`). Raises ValueError (or ScriptError) for an unknown
+    family, a broken script or a missing wheel folder: usage errors, reported before any
+    env runs."""
     from vfcheck.checks import select
     from vfcheck.offline import parse_env_arg
     from vfcheck.script import Script
+    from vfcheck.wheels import wheel_folder
 
     settings = pyproject_settings(start)
     options = CheckOptions.from_dict(settings)
@@ -132,6 +141,11 @@ def resolve_options(
         options.golden_dir_given = True
     else:
         options.golden_dir = str((base / (options.golden_dir or "golden")).resolve())
+    if wheels:
+        options.wheels = str(wheel_folder(wheels, Path.cwd(), wheels_flag))
+    elif options.wheels:
+        options.wheels = str(wheel_folder(options.wheels, base,
+                                          f"{pyproject}: [tool.vfcheck] wheels"))
     if settings.get("checks") and not options.families:
         options.families = [str(c) for c in settings["checks"]]
     if env_args:

@@ -42,6 +42,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "--snapshot-update writes them")
     add("--vf-golden-strict", action="store_true", default=None,
         help="a missing or unused golden trace fails (CI, once recorded)")
+    add("--vf-wheels", default=None, metavar="DIR",
+        help="folder of wheels the harness programs resolve their dependencies from, "
+             "with no package index (fill it with: vfcheck wheels DIR ENV)")
     add("--vf-only", action="append", default=[], metavar="ITEM",
         help="run only these items, e.g. 'gold[1]' or 'lifecycle' (repeatable)")
 

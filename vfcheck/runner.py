@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from vfcheck.offline import MOCK_API_KEY_VAR, offline_env_config, prepare_process_env
 from vfcheck.recorder import TraceLog, TraceRecorder
+from vfcheck.wheels import HarnessDependencyError, dependency_problem
 
 HarnessTier = Literal["env", "fast"]
 MOCK_BASE_URL = "http://vfcheck-mock.invalid/v1"
@@ -190,7 +191,16 @@ def load_error_cause(error: BaseException) -> str:
                     f"ModuleNotFoundError: No module named {inner.name!r}")
     errors = getattr(error, "errors", None)
     if callable(errors) and type(error).__name__ == "ValidationError":
-        messages = [str(e.get("msg", "")).removeprefix("Value error, ") for e in errors()]
+        messages = []
+        for e in errors():
+            message = str(e.get("msg", "")).removeprefix("Value error, ")
+            where = ".".join(str(part) for part in e.get("loc") or ())
+            # a config key the env does not have (a typo in --env-arg), or lacks: name it
+            if where and e.get("type") == "extra_forbidden":
+                message = f"unknown config key {where!r} ({message})"
+            elif where and e.get("type") == "missing":
+                message = f"config key {where!r} is required ({message})"
+            messages.append(message)
         return " ".join(" ".join(messages).split())
     return " ".join(f"{type(error).__name__}: {error}".split())
 
@@ -255,12 +265,14 @@ class EnvRunner:
         paths: Sequence[str] = (),
         loaded: tuple[Any, list[RoleTier]] | None = None,
         start_mock: bool = True,
+        wheels: str | None = None,
     ) -> AsyncIterator[EnvRunner]:
         """Load `env_id` (or take the `loaded` env and tiers), route its model calls to
         `model` (a `ScriptedModel`; a default one if None) or to a real `base_url`, and
         hold `env.serving()` open. `start_mock=False` when another runner of the same
-        process already intercepts for this model (respx patches process-wide)."""
-        prepare_process_env(paths)
+        process already intercepts for this model (respx patches process-wide); `wheels`
+        is a folder the harness programs resolve their dependencies from."""
+        prepare_process_env(paths, wheels=wheels)
         import verifiers.v1 as vf
 
         env, tiers = loaded if loaded is not None else load_env(env_id, env_args, harness=harness)
@@ -295,7 +307,9 @@ class EnvRunner:
         on_trace: Callable[[Any], None] | None = None,
     ) -> EpisodeResult:
         """One episode of `task`. A runner deadline (`timeout`) cancels the episode and is
-        recorded as the runner's error; the traces minted so far stay in `logs`."""
+        recorded as the runner's error; the traces minted so far stay in `logs`. Raises
+        `HarnessDependencyError` (carrying the result) when the harness program could not
+        resolve its dependencies: vfcheck's environment failed, not the env."""
         from vfcheck.model import TaskRef
 
         info = task_info(task)
@@ -325,6 +339,9 @@ class EnvRunner:
             result.runner_error = f"{type(e).__name__}: {e}"
         result.duration = time.perf_counter() - start
         result.logs = list(recorder.logs.values())
+        if (problem := dependency_problem(result.errors())) is not None:
+            result.runner_error = problem
+            raise HarnessDependencyError(problem, result)
         return result
 
 
@@ -381,14 +398,17 @@ async def run_episodes(
     timeout: float | None = 300.0,
     paths: Sequence[str] = (),
     output: Path | None = None,
+    wheels: str | None = None,
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[EpisodeResult], Awaitable[None] | None] | None = None,
 ) -> RunSummary:
     """Play `rollouts` episodes of each of the first `num_tasks` tasks, `concurrency` at
     a time. With `output`, each episode's JSON line is appended (and flushed) as soon as
-    it finishes, so an interrupted run keeps every finished episode."""
+    it finishes, so an interrupted run keeps every finished episode. An episode whose
+    harness program could not resolve its dependencies keeps that as its runner error."""
     async with EnvRunner.open(
-        env_id, env_args=env_args, harness=harness, model=model, base_url=base_url, paths=paths
+        env_id, env_args=env_args, harness=harness, model=model, base_url=base_url, paths=paths,
+        wheels=wheels,
     ) as runner:
         tasks = load_tasks(runner.env, num_tasks)
         plan = [(task, r) for task in tasks for r in range(rollouts)]
@@ -403,7 +423,10 @@ async def run_episodes(
 
         async def one(task: Any, rollout: int) -> None:
             async with gate:
-                result = await runner.play(task, rollout=rollout, timeout=timeout)
+                try:
+                    result = await runner.play(task, rollout=rollout, timeout=timeout)
+                except HarnessDependencyError as e:
+                    result = e.result
             results.append(result)
             if sink is not None:
                 sink.write(json.dumps(result.record(env_id), default=str) + "\n")
