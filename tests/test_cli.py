@@ -155,3 +155,24 @@ def test_list_checks_prints_the_catalogue(tmp_path: Path) -> None:
     for family in ("load", "determinism.load", "setup", "gold", "noop", "episode",
                    "lifecycle", "preview", "robustness", "determinism.replay"):
         assert family in done.stdout
+
+
+def test_a_bad_env_arg_is_one_line_in_both_front_ends(fixtures_dir: Path, tmp_path: Path) -> None:
+    done = vfcheck("check", "vfc-echo", "--env-arg", "no-equals-sign", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "vfcheck: error: env arg 'no-equals-sign' is not KEY=VALUE"
+    plugin = subprocess.run(
+        [sys.executable, "-m", "pytest", "--vf-env", "vfc-echo", "--vf-env-arg", "x",
+         "-p", "no:cacheprovider"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert plugin.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "vfcheck: env arg 'x' is not KEY=VALUE" in plugin.stderr
+
+
+@pytest.mark.slow
+def test_an_unknown_env_config_key_names_the_key(fixtures_dir: Path, tmp_path: Path) -> None:
+    done = vfcheck("check", "vfc-echo", "--path", str(fixtures_dir), "--env-arg",
+                   "phrasez=[1]", "--checks", "gold", "--json", "r.json", cwd=tmp_path)
+    assert done.returncode == 1
+    (load,) = [f for f in json.loads((tmp_path / "r.json").read_text())["envs"][0]["findings"]
+               if f["check"] == "load"]
+    assert "unknown config key" in load["message"] and "phrasez" in load["message"]

@@ -1,5 +1,6 @@
-"""Ctrl-C and SIGTERM in the middle of `vfcheck check`: the findings made so far are in the
-JSON report, the exit code says interrupted, and no worker or harness process is left."""
+"""Ctrl-C and SIGTERM in the middle of `vfcheck check` and `pytest --vf-env`: the findings made
+so far are in the JSON report, the exit code says interrupted, and no worker or harness
+process is left."""
 
 from __future__ import annotations
 
@@ -62,4 +63,49 @@ def test_interrupting_check_keeps_findings_and_leaves_no_process(
     assert outcomes[("setup", 0)] == "passed"
     time.sleep(1)
     assert children, "the check ran in a worker process"
+    assert [pid for pid in children if alive(pid)] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupting_pytest_vf_env_keeps_reports_and_leaves_no_process(
+    fixtures_dir: Path, tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
+    """The same through the plugin: the `--vf-json` report and pytest's JUnit file hold the
+    items that ran, and the exit code says interrupted (130) or terminated (143)."""
+    report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--vf-env", "vfc-broken-setup-hang",
+         f"--vf-path={fixtures_dir}", "--vf-timeout", "120", "--vf-json", str(report),
+         f"--junit-xml={junit}", "-p", "no:cacheprovider", "-v"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or []],
+                     daemon=True).start()
+    deadline = time.monotonic() + 120
+    seen: list[str] = []
+    while time.monotonic() < deadline:  # wait until setup[0]'s item has run
+        try:
+            seen.append(lines.get(timeout=1))
+        except queue.Empty:
+            continue
+        if "vfc-broken-setup-hang::setup[0] PASSED" in seen[-1]:
+            break
+    from vfcheck.supervisor import descendants
+
+    children = descendants(proc.pid)
+    assert children, "the check ran in a worker process: " + "".join(seen)[-2000:]
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    assert proc.returncode == code, (proc.stderr.read() if proc.stderr else "")[-2000:]
+    env = json.loads(report.read_text())["envs"][0]
+    outcomes = {(f["check"], (f["task"] or {}).get("index")): f["outcome"]
+                for f in env["findings"]}
+    assert outcomes[("load", None)] == "passed"
+    assert outcomes[("setup", 0)] == "passed"
+    assert 'name="setup[0]"' in junit.read_text()
+    time.sleep(1)
     assert [pid for pid in children if alive(pid)] == []

@@ -16,6 +16,7 @@ import importlib.metadata
 import json
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,7 @@ from vfcheck.report import json_report, write_json
 from vfcheck.supervisor import EnvCheck, event_file, expected_units
 
 RUN_DIR_KEY = "vfcheck_run_dir"
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143
 LIBRARY_REPORT = "library.json"
 
 
@@ -47,6 +49,7 @@ def options_from_config(config: pytest.Config) -> CheckOptions:
         timeout=get("vf_timeout"), harness=get("vf_harness"), script=get("vf_script"),
         seed=get("vf_seed"), golden_dir=get("vf_golden_dir"),
         golden_strict=get("vf_golden_strict"),
+        wheels=get("vf_wheels"), wheels_flag="--vf-wheels",
         # syrupy's option (absent under `-p no:syrupy`)
         golden_update=bool(getattr(config.option, "update_snapshots", False)) or None,
     )
@@ -75,6 +78,8 @@ class VfcheckSession:
         self.run_dir: Path | None = None
         self.owner = False
         self.library = bool(config.getoption("vf_library"))
+        self.terminated = False
+        self._previous_sigterm: Any = signal.SIG_DFL
         self._library_proc: subprocess.Popen[bytes] | None = None
 
     # -- the run
@@ -88,6 +93,7 @@ class VfcheckSession:
             self.run_dir = Path(self.config.workerinput[RUN_DIR_KEY])  # type: ignore[attr-defined]
             return
         self.owner = True
+        self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
         self.run_dir = Path(tempfile.mkdtemp(prefix="vfcheck-pytest-"))
         for env_id in self.env_ids:
             check = EnvCheck(env_id, self.options, self.run_dir, pytest=True)
@@ -173,9 +179,19 @@ class VfcheckSession:
             for line in lines:
                 terminalreporter.write_line(line)
 
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        """SIGTERM (CI cancelling a job) ends the session as Ctrl-C does, so that reports
+        are written and workers stopped; the exit code then says terminated (143)."""
+        self.terminated = True
+        raise KeyboardInterrupt
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.owner:
             return
+        signal.signal(signal.SIGTERM, self._previous_sigterm)
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            # as `vfcheck check`: 130 interrupted (SIGINT), 143 terminated (SIGTERM)
+            session.exitstatus = EXIT_SIGTERM if self.terminated else EXIT_SIGINT
         for check in self.checks.values():
             if not check.log.final:
                 check.stop()  # -x, -k, an interrupt: don't leave workers running
@@ -189,6 +205,9 @@ class VfcheckSession:
             self._library_proc.kill()
         if self.run_dir is not None:
             shutil.rmtree(self.run_dir, ignore_errors=True)
+        from vfcheck.workdirs import sweep
+
+        sweep()  # work dirs of workers killed at a hard deadline or by the stop above
 
     def replay_command(self, env_id: str, item_name: str) -> str:
         return shlex.join(["pytest", "--vf-env", env_id,

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vfcheck.checks import BY_ID, select
+from vfcheck.checks.load import WORKER_HASH_SEED
 from vfcheck.events import EventLog, Unit, append_event
 from vfcheck.findings import EnvReport, Finding, TaskId
 from vfcheck.options import CheckOptions
@@ -68,12 +69,17 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def kill_pids(pids: list[int]) -> None:
+    """SIGKILL each of `pids` (one already gone, or not ours, is skipped)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def kill_tree(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the worker and everything it started (harness programs, tool servers,
     which verifiers starts in sessions of their own, so a process-group kill misses them)."""
-    for pid in [*descendants(proc.pid), proc.pid]:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    kill_pids([*descendants(proc.pid), proc.pid])
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=10)
 
@@ -133,7 +139,7 @@ class EnvCheck:
             "env_id": self.env_id, "events": str(self.path), "env_args": o.env_args,
             "paths": o.paths, "num_tasks": o.num_tasks, "families": o.families,
             "sample": o.sample, "timeout": o.timeout, "harness": o.harness,
-            "script": o.script, "seed": o.seed,
+            "script": o.script, "seed": o.seed, "wheels": o.wheels,
             "golden": {"dir": o.golden_dir, "update": o.golden_update, "strict": o.golden_strict,
                        "record": o.record_golden_command(self.env_id, pytest=self.pytest)},
             "skip": sorted(skip, key=str), "isolate": sorted(isolate, key=str),
@@ -211,6 +217,7 @@ class EnvCheck:
         self.log.done = False
         self._proc = proc = subprocess.Popen(
             [sys.executable, "-m", "vfcheck.worker"], stdin=subprocess.PIPE,
+            env={**os.environ, "PYTHONHASHSEED": str(WORKER_HASH_SEED)},
             stdout=sys.stderr.fileno() if _has_fileno(sys.stderr) else None,
             start_new_session=True,
         )

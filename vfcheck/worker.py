@@ -6,7 +6,8 @@ hook that blocks the event loop (a sync sleep, a busy loop) or never returns can
 by killing this process at a hard deadline (`vfcheck.supervisor`), and the run goes on.
 
 `python -m vfcheck.worker --hashes` prints the `Task.hash` list of the env's tasks as one
-JSON line instead (the `determinism.load` check runs it under two PYTHONHASHSEEDs).
+JSON line instead (the `determinism.load` check runs it under another PYTHONHASHSEED, from
+the start of the run, so that its verifiers import overlaps this worker's).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from vfcheck.findings import Finding, TaskId
 from vfcheck.offline import prepare_process_env
 
 UNIT_CONCURRENCY = 4
+"""Per-task checks (setup, gold, noop) in flight at once; the episode families share the
+EpisodeLab's gate instead (most of their time is waiting: timeouts, settles)."""
 LOAD_TIMEOUT = 60.0
 """Seconds `load()` may take at least (the per-check timeout when that is longer): loading
 imports the env's modules, which a machine under load makes slow."""
@@ -40,7 +43,7 @@ episodes in a row."""
 
 
 def unit_deadline(check: str, timeout: float) -> float:
-    if check == "determinism.load":  # two fresh interpreters import verifiers and load
+    if check == "determinism.load":  # a fresh interpreter imports verifiers and loads
         return 2 * max(timeout, LOAD_TIMEOUT) + 10.0
     return BUDGET.get(check, 2.0) * timeout + 10.0
 
@@ -52,6 +55,8 @@ class Worker:
         self.events = Path(spec["events"])
         self.timeout: float = float(spec.get("timeout", 60.0))
         self.task_of: dict[int, Any] = {}
+        self.fresh_hashes: asyncio.Task[list[str]] | None = None
+        """`determinism.load`'s other load, started with the worker."""
         self.identities: dict[int, tuple[str, str]] = {}
         """Each task's golden identity `(identity, source)` (`vfcheck.golden`)."""
         self.container_roles: list[str] = []
@@ -115,7 +120,33 @@ class Worker:
 
     # -- the run
 
+    def hash_spec(self) -> dict[str, Any]:
+        """What the fresh interpreter of `determinism.load` needs to load the env alike."""
+        return {k: self.spec.get(k) for k in ("env_id", "env_args", "paths", "num_tasks",
+                                              "harness")}
+
+    def start_fresh_load(self) -> asyncio.Task[list[str]] | None:
+        """Start `determinism.load`'s other load now, if this run will check it."""
+        from vfcheck.checks.load import FRESH_HASH_SEED, hashes_in_fresh_interpreter
+
+        wanted = any(spec.id == "determinism.load" for spec in select(self.spec.get("families")))
+        done = ["determinism.load", None] in self.spec.get("skip", [])
+        if not wanted or done:
+            return None
+        return asyncio.ensure_future(hashes_in_fresh_interpreter(self.hash_spec(),
+                                                                 FRESH_HASH_SEED))
+
     async def run(self) -> None:
+        self.fresh_hashes = self.start_fresh_load()
+        try:
+            await self.run_checks()
+        finally:
+            if self.fresh_hashes is not None and not self.fresh_hashes.done():
+                self.fresh_hashes.cancel()
+                with contextlib.suppress(BaseException):
+                    await self.fresh_hashes
+
+    async def run_checks(self) -> None:
         import verifiers
 
         from vfcheck.model import ScriptedModel
@@ -140,7 +171,13 @@ class Worker:
             tiers=[{"role": r.role, "tier": r.tier, "harness": r.harness, "reason": r.reason}
                    for r in tiers],
         )
-        from vfcheck.checks.episodes import AGENT_TIMEOUT, EpisodeLab, PolicyRouter
+        from vfcheck.checks.episodes import (
+            AGENT_TIMEOUT,
+            EPISODES_AT_ONCE,
+            FAST_EPISODES_AT_ONCE,
+            EpisodeLab,
+            PolicyRouter,
+        )
 
         router = PolicyRouter(base=self.base_policy())
         model = ScriptedModel(router, seed=self.seed())
@@ -155,7 +192,9 @@ class Worker:
                     self.env_id, env_args={**(self.spec.get("env_args") or {}), **roles},
                     harness=harness, model=model, start_mock=False))
 
-            lab = EpisodeLab(self.env_id, runner, router, open_timeout_runner, self.timeout)
+            fast = all(t.tier == "fast" for t in tiers)
+            lab = EpisodeLab(self.env_id, runner, router, open_timeout_runner, self.timeout,
+                             at_once=FAST_EPISODES_AT_ONCE if fast else EPISODES_AT_ONCE)
             lab.goldens = self.golden_plan(tiers, verifiers.__version__)
             units = self.units(tasks, sample)
             await self.run_units(units, self.unit_runners(env, tasks, lab))
@@ -227,7 +266,9 @@ class Worker:
         return Script.load(Path(script)).policy(self.spec.get("seed"))
 
     def units(self, tasks: list[Any], sample: list[int]) -> list[Unit]:
-        wanted = [spec for spec in select(self.spec.get("families")) if spec.id != "load"]
+        # `hygiene.processes` runs after the runners close (`processes`), not as a unit
+        wanted = [spec for spec in select(self.spec.get("families"))
+                  if spec.id not in ("load", "hygiene.processes")]
         units: list[Unit] = []
         for spec in wanted:
             if spec.scope == "env":
@@ -244,11 +285,14 @@ class Worker:
         from vfcheck.checks.validate import check_task, validate_config
 
         config = validate_config(env, self.timeout)
-        spec = {k: self.spec.get(k) for k in ("env_id", "env_args", "paths", "num_tasks",
-                                              "harness")}
+
+        async def determinism_load(_: Any) -> Finding:
+            fresh = self.fresh_hashes or self.start_fresh_load()
+            assert fresh is not None
+            return await check_determinism_load(self.env_id, fresh, task_hashes(tasks))
+
         return {
-            "determinism.load": lambda _: check_determinism_load(
-                self.env_id, spec, task_hashes(tasks)),
+            "determinism.load": determinism_load,
             "setup": lambda task: check_task(self.env_id, task, "setup", config),
             "gold": lambda task: check_task(self.env_id, task, "gold", config),
             "noop": lambda task: check_task(self.env_id, task, "noop", config),
@@ -263,9 +307,10 @@ class Worker:
 
     async def run_units(self, units: list[Unit],
                         runners: dict[str, Callable[[Any], Awaitable[Finding]]]) -> None:
-        """Suspects of an earlier stall first, one at a time; then every `setup`; then the
-        rest, whose task's setup did not fail (those are skipped as blocked: verifiers runs
-        `Task.setup` before every check and episode, so they would fail for the same cause)."""
+        """Suspects of an earlier stall first, one at a time; then every `setup` (and the
+        env-level checks); then the rest, whose task's setup did not fail (those are skipped
+        as blocked: verifiers runs `Task.setup` before every check and episode, so they
+        would fail for the same cause)."""
         isolate = {(c, i) for c, i in self.spec.get("isolate", [])}
         setup_failed = set(self.spec.get("setup_failed", []))
         gate = asyncio.Semaphore(UNIT_CONCURRENCY)
@@ -303,14 +348,20 @@ class Worker:
             self.emit_finding(finding)
 
         async def gated(unit: Unit) -> None:
+            if BY_ID[unit[0]].scope != "task":  # episodes are gated by the EpisodeLab
+                await one(unit)
+                return
             async with gate:
                 await one(unit)
 
         for unit in [u for u in units if u in isolate]:
             await one(unit)
         rest = [u for u in units if u not in isolate]
-        await asyncio.gather(*(gated(u) for u in rest if u[0] == "setup"))
-        await asyncio.gather(*(gated(u) for u in rest if u[0] != "setup"))
+        # env-level checks need no setup: they go with the first batch, so that a hanging
+        # setup does not hold up their verdicts (nor the pytest items that wait for them)
+        first = [u for u in rest if u[0] == "setup" or u[1] is None]
+        await asyncio.gather(*(gated(u) for u in first))
+        await asyncio.gather(*(gated(u) for u in rest if u not in first))
 
     def skip_reason(self, check: str, task: Any) -> str | None:
         """Why vfcheck cannot run `check` on `task` offline, if it cannot."""
@@ -329,6 +380,20 @@ class Worker:
             return (f"{where}: needs a container runtime (NEEDS_CONTAINER, TaskData.image or "
                     "TaskData.agent_user); vfcheck runs offline in the subprocess runtime")
         return None
+
+    async def processes(self) -> None:
+        """`hygiene.processes`, once every unit is done and the runners are closed (see
+        `vfcheck.checks.hygiene`); not after a failed load, which ran no hook."""
+        from vfcheck.checks import hygiene
+
+        skip = {(c, i) for c, i in self.spec.get("skip", [])}
+        wanted = any(spec.id == hygiene.CHECK for spec in select(self.spec.get("families")))
+        if not self.task_of or not wanted or (hygiene.CHECK, None) in skip:
+            return
+        self.emit("start", check=hygiene.CHECK, index=None, deadline=hygiene.SETTLE + 10.0)
+        found = await hygiene.settled_leftovers(os.getpid())
+        hygiene.stop(found)
+        self.emit_finding(hygiene.processes_finding(self.env_id, found))
 
     def timed_out(self, check: str, task: Any, deadline: float) -> Finding:
         tid = TaskId(task.data.idx, str(task.key)) if task is not None else None
@@ -357,14 +422,20 @@ def container_roles(tiers: list[Any]) -> list[str]:
 async def main_async(spec: dict[str, Any]) -> None:
     worker = Worker(spec)
     worker.emit("hello", pid=os.getpid())
-    prepare_process_env(spec.get("paths") or [])
+    prepare_process_env(spec.get("paths") or [], wheels=spec.get("wheels"))
+    from vfcheck.checks import hygiene
+
+    hygiene.become_subreaper()  # orphans of env code stay below the worker, in view
     try:
         await worker.run()
+        await worker.processes()
     finally:
+        hygiene.stop(hygiene.leftovers(os.getpid()))  # never leave env processes behind
         worker.emit("done")
 
 
 def print_hashes(spec: dict[str, Any]) -> None:
+    """The `--hashes` mode: this interpreter's load, as `Task.hash` per task."""
     from vfcheck.checks.load import no_network, task_hashes
     from vfcheck.runner import load_env, load_tasks
 
@@ -378,10 +449,13 @@ def print_hashes(spec: dict[str, Any]) -> None:
 
 def main() -> None:
     spec = json.loads(sys.stdin.read())
-    if "--hashes" in sys.argv[1:]:
-        print_hashes(spec)
-        return
-    asyncio.run(main_async(spec))
+    from vfcheck.workdirs import owned
+
+    with owned():  # HOME: a work dir of this worker's own, before verifiers is imported
+        if "--hashes" in sys.argv[1:]:
+            print_hashes(spec)
+            return
+        asyncio.run(main_async(spec))
     sys.stdout.flush()
     # Harness programs and tool servers are children of this process's runtimes, which
     # verifiers stops on exit; a lingering non-daemon thread of env code must not keep

@@ -27,8 +27,13 @@ HARNESS_BUILTINS = frozenset({"bash", "edit", "search"})
 CANCEL_SETTLE = 5.0
 """Seconds a cancelled episode's previews get to be abandoned before `preview` judges."""
 EPISODES_AT_ONCE = 4
-"""Episodes in flight in one worker: env-tier episodes start harness programs and tool
-servers, and a 2-core CI machine must not be asked for dozens at once."""
+"""Episodes in flight in one worker when a role plays on the env tier: env-tier episodes
+start harness programs and tool servers, and a 2-core CI machine must not be asked for
+dozens at once."""
+FAST_EPISODES_AT_ONCE = 16
+"""The same when every role plays on the fast tier: in-process episodes cost ~0.07 s of CPU
+each and spend most of their time waiting (the harness's retry backoff after a fault, the
+agent timeout), so a narrow gate would only queue the waits."""
 
 
 @dataclass
@@ -116,6 +121,16 @@ def round_trip_problem(trace: Any) -> str | None:
     return None
 
 
+def blocked_before_model(result: Any) -> str | None:
+    """Why an episode never reached the model, when env code failed first (a `@vf.stop`
+    returning a non-bool): the preview scenarios then have nothing to judge, and `episode`
+    reports the cause."""
+    errors = env_code_errors(result)
+    if not errors or any(t.calls for t in result.traces):
+        return None
+    return f"env code failed before the first model request ({errors[0]})"
+
+
 def _finding(check: str, env_id: str, task: Any, outcome: Outcome, observed: str,
              **details: Any) -> Finding:
     spec = BY_ID[check]
@@ -126,8 +141,12 @@ def _finding(check: str, env_id: str, task: Any, outcome: Outcome, observed: str
     return Finding(check, spec.family, task_id(task), outcome, message, details)
 
 
-def episode_finding(env_id: str, task: Any, result: Any) -> Finding:
-    problems = []
+def episode_finding(env_id: str, task: Any, result: Any,
+                    probed: list[str] | None = None) -> Finding:
+    """`probed`: hooks that returned the wrong type (`hook_types.probe`), named first."""
+    from vfcheck.checks.hook_types import rules_of
+
+    problems = list(probed or [])
     if result.runner_error:
         problems.append(f"the runner could not finish the episode ({result.runner_error})")
     problems += [f"it recorded {e}" for e in result.errors() if not e.startswith("runner:")]
@@ -137,7 +156,10 @@ def episode_finding(env_id: str, task: Any, result: Any) -> Finding:
             problems.append(f"the trace does not survive a JSON round trip ({why})")
     details = {"episode": result.record(env_id)}
     if problems:
-        return _finding("episode", env_id, task, "failed", "; ".join(problems), **details)
+        rule = rules_of(probed or [])  # a hook's own rule, quoted after the contract
+        message = (f"{where(env_id, task)}: episode failed — {'; '.join(problems)}. Contract: "
+                   f"{BY_ID['episode'].contract}{f'; {rule}' if rule else ''}.")
+        return Finding("episode", "episode", task_id(task), "failed", message, details)
     rewards = ", ".join(f"{t.reward:g}" for t in result.traces)
     return _finding("episode", env_id, task, "passed", f"episode ok (reward {rewards})", **details)
 
@@ -175,7 +197,8 @@ class EpisodeLab:
     `determinism.replay` share the first play), fault ones, and cancelled ones."""
 
     def __init__(self, env_id: str, runner: Any, router: PolicyRouter,
-                 open_timeout_runner: Callable[[], Any], timeout: float) -> None:
+                 open_timeout_runner: Callable[[], Any], timeout: float,
+                 at_once: int = EPISODES_AT_ONCE) -> None:
         self.env_id = env_id
         self.runner = runner
         self.router = router
@@ -186,7 +209,7 @@ class EpisodeLab:
         self._plays: dict[int, asyncio.Future[Any]] = {}
         self._second_plays: dict[int, asyncio.Future[Any]] = {}
         self.goldens: GoldenPlan | None = None
-        self._gate = asyncio.Semaphore(EPISODES_AT_ONCE)
+        self._gate = asyncio.Semaphore(at_once)
 
     async def play(self, task: Any, policy: Callable[[Any], Any] | None = None,
                    runner: Any = None) -> Any:
@@ -213,7 +236,16 @@ class EpisodeLab:
     # -- families
 
     async def episode(self, task: Any) -> Finding:
-        return episode_finding(self.env_id, task, await self.first_play(task))
+        from vfcheck.checks.hook_types import explain_error, probe
+
+        result = await self.first_play(task)
+        probed: list[str] = []
+        # Hooks are called again only when verifiers' own error says one returned the wrong
+        # type: a reward may call a judge, and a healthy episode must not pay for a probe.
+        if any(explain_error(e) for e in env_code_errors(result)):
+            for trace in result.traces:  # on copies: the play is shared with other families
+                probed += [p for p in await probe(task, trace) if p not in probed]
+        return episode_finding(self.env_id, task, result, probed)
 
     async def lifecycle(self, task: Any) -> Finding:
         return lifecycle_finding(self.env_id, task, await self.first_play(task))
@@ -293,8 +325,18 @@ class EpisodeLab:
 
         problems: list[str] = []
         scenarios: dict[str, Any] = {}
+        # the three scenarios are independent episodes: played at once, the preview check
+        # costs the longest of them (the agent timeout), not their sum
+        failed, hung, (cancelled, seen_preview) = await asyncio.gather(
+            self.play(task, fixed(Reply.fault("status", status=500))),
+            self.play_hang(task),
+            self.cancel_mid_request(task),
+        )
+        if (blocked := blocked_before_model(failed)) is not None:
+            return _finding("preview", self.env_id, task, "skipped",
+                            f"blocked — {blocked}, so no request was left to preview (see "
+                            f"episode[{task.data.idx}])")
         # 1. an upstream 500 on every request
-        failed = await self.play(task, fixed(Reply.fault("status", status=500)))
         calls = [c for t in failed.traces for c in t.calls]
         errored = [c for c in calls if c.error is not None]
         pending = sum(len(t.pending) for t in failed.traces)
@@ -309,7 +351,6 @@ class EpisodeLab:
             problems.append(f"after an upstream 500, {pending} previewed message(s) remain "
                             "(trace.pending)")
         # 2. a hang ended by the agent timeout
-        hung = await self.play(task, fixed(Reply.fault("hang")), await self.timeout_runner())
         stops = [t.stop_condition for t in hung.traces]
         pending = sum(len(t.pending) for t in hung.traces)
         scenarios["hang_agent_timeout"] = {"stops": stops, "pending": pending,
@@ -322,7 +363,6 @@ class EpisodeLab:
             problems.append(f"after a hang ended by the agent timeout, {pending} previewed "
                             "message(s) remain (trace.pending)")
         # 3. the caller cancels mid-request
-        cancelled, seen_preview = await self.cancel_mid_request(task)
         pending = sum(len(t.pending) for t in cancelled)
         scenarios["cancel"] = {"traces": len(cancelled), "saw_preview": seen_preview,
                                "pending": pending}
@@ -338,6 +378,13 @@ class EpisodeLab:
         return _finding("preview", self.env_id, task, "passed",
                         "no preview left after a 500, a timeout and a cancel",
                         scenarios=scenarios)
+
+    async def play_hang(self, task: Any) -> Any:
+        """Play against a model that never answers, on the runner whose roles have the short
+        agent timeout (`AGENT_TIMEOUT`)."""
+        from vfcheck.model import Reply, fixed
+
+        return await self.play(task, fixed(Reply.fault("hang")), await self.timeout_runner())
 
     async def cancel_mid_request(self, task: Any) -> tuple[list[Any], bool]:
         """Play with a hanging model, cancel once a request is previewed; the traces."""
