@@ -25,6 +25,32 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+def start_until(args: list[str], cwd: Path, marker: str) -> tuple[subprocess.Popen[str], list[int]]:
+    """Start `args` and return once a line of its output contains `marker` (the findings
+    the test expects to survive are made), with the processes below it at that moment."""
+    proc = subprocess.Popen(
+        args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or []],
+                     daemon=True).start()
+    deadline = time.monotonic() + 120
+    seen: list[str] = []
+    while time.monotonic() < deadline:
+        try:
+            seen.append(lines.get(timeout=1))
+        except queue.Empty:
+            continue
+        if marker in seen[-1]:
+            break
+    from vfcheck.supervisor import descendants
+
+    children = descendants(proc.pid)  # the worker, its runtimes' programs
+    assert children, "the check ran in a worker process: " + "".join(seen)[-2000:]
+    return proc, children
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupting_check_keeps_findings_and_leaves_no_process(
@@ -32,26 +58,10 @@ def test_interrupting_check_keeps_findings_and_leaves_no_process(
 ) -> None:
     report = tmp_path / "report.json"
     # a hanging setup keeps the run busy long enough to interrupt it mid-way
-    proc = subprocess.Popen(
+    proc, children = start_until(
         [sys.executable, "-m", "vfcheck", "check", "vfc-broken-setup-hang", "--path",
          str(fixtures_dir), "--timeout", "120", "--json", str(report)],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    assert proc.stdout is not None
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or []],
-                     daemon=True).start()
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # wait until the first findings are made
-        try:
-            if "setup[0] passed" in lines.get(timeout=1):
-                break
-        except queue.Empty:
-            continue
-    from vfcheck.supervisor import descendants
-
-    children = descendants(proc.pid)  # the worker, its runtimes' programs
+        tmp_path, "setup[0] passed")
     proc.send_signal(sig)
     proc.wait(timeout=60)
     err = proc.stderr.read() if proc.stderr else ""
@@ -62,7 +72,6 @@ def test_interrupting_check_keeps_findings_and_leaves_no_process(
     assert outcomes[("load", None)] == "passed"
     assert outcomes[("setup", 0)] == "passed"
     time.sleep(1)
-    assert children, "the check ran in a worker process"
     assert [pid for pid in children if alive(pid)] == []
 
 
@@ -74,30 +83,11 @@ def test_interrupting_pytest_vf_env_keeps_reports_and_leaves_no_process(
     """The same through the plugin: the `--vf-json` report and pytest's JUnit file hold the
     items that ran, and the exit code says interrupted (130) or terminated (143)."""
     report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
-    proc = subprocess.Popen(
+    proc, children = start_until(
         [sys.executable, "-m", "pytest", "--vf-env", "vfc-broken-setup-hang",
          f"--vf-path={fixtures_dir}", "--vf-timeout", "120", "--vf-json", str(report),
          f"--junit-xml={junit}", "-p", "no:cacheprovider", "-v"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    assert proc.stdout is not None
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or []],
-                     daemon=True).start()
-    deadline = time.monotonic() + 120
-    seen: list[str] = []
-    while time.monotonic() < deadline:  # wait until setup[0]'s item has run
-        try:
-            seen.append(lines.get(timeout=1))
-        except queue.Empty:
-            continue
-        if "vfc-broken-setup-hang::setup[0] PASSED" in seen[-1]:
-            break
-    from vfcheck.supervisor import descendants
-
-    children = descendants(proc.pid)
-    assert children, "the check ran in a worker process: " + "".join(seen)[-2000:]
+        tmp_path, "vfc-broken-setup-hang::setup[0] PASSED")
     proc.send_signal(sig)
     proc.wait(timeout=60)
     assert proc.returncode == code, (proc.stderr.read() if proc.stderr else "")[-2000:]
