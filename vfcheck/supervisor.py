@@ -38,6 +38,11 @@ IMPORT_DEADLINE = 180.0
 EXIT_GRACE = 5.0
 """Seconds a worker may linger after `done` (threads of env code) before it is killed."""
 MAX_RESTARTS = 5
+ENVS_AT_ONCE = int(os.environ.get("VFCHECK_ENVS_AT_ONCE") or max(2, os.cpu_count() or 2))
+"""Env workers running at once in one front end (`VFCHECK_ENVS_AT_ONCE`, default the core
+count, at least 2); the others queue. Measured on 2 cores: ten envs at once, four of them on
+the env tier, pushed env-tier episodes past the 60 s per-episode deadline."""
+_env_slots = threading.BoundedSemaphore(ENVS_AT_ONCE)
 
 
 def event_file(run_dir: Path, env_id: str, options: CheckOptions) -> Path:
@@ -165,7 +170,11 @@ class EnvCheck:
 
     def _supervise(self) -> None:
         isolate: set[Unit] = set()
+        slot = False
         try:
+            while not (slot := _env_slots.acquire(timeout=0.2)):
+                if self._stop.is_set():
+                    return
             for _ in range(MAX_RESTARTS + 1):
                 if self._stop.is_set():
                     return
@@ -194,6 +203,8 @@ class EnvCheck:
                     return
             self._give_up()
         finally:
+            if slot:
+                _env_slots.release()
             self.log.poll()
             self._emit("final")
 
