@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -199,7 +200,10 @@ class Worker:
             units = self.units(tasks, sample)
             await self.run_units(units, self.unit_runners(env, tasks, lab))
 
+    @functools.cached_property
     def golden_book(self) -> Any:
+        """The env's golden folder as this run treats it (one for `golden` and
+        `golden.unused`)."""
         from vfcheck.golden import GoldenBook
 
         golden = self.spec.get("golden") or {}
@@ -220,13 +224,13 @@ class Worker:
             "seed": self.seed(),
             "verifiers": verifiers_version,
         }
-        return GoldenPlan(self.golden_book(), self.identities, header)
+        return GoldenPlan(self.golden_book, self.identities, header)
 
     async def golden_unused(self) -> Finding:
         """`golden.unused`: golden files of this env that name none of its tasks."""
         from vfcheck.golden import env_folder, shown_path
 
-        book = self.golden_book()
+        book = self.golden_book
         folder = shown_path(env_folder(book.golden_dir, self.env_id))
         spec = BY_ID["golden.unused"]
 
