@@ -328,3 +328,14 @@ async def test_two_tasks_differ_in_prompt(fixtures_dir: Path) -> None:
     (a,), (b,) = (normalized(r) for r in summary.results)
     paths = [line.split(":")[0] for line in trace_diff(a, b)]
     assert "task.data.prompt" in paths and "messages[1].content" in paths
+
+
+def test_temp_paths_rule_renames_every_random_segment_in_one_application() -> None:
+    """Found by hypothesis (tests/test_fuzz.py): the greedy path prefix let one pass rename
+    only the last of two random segments, so the rule was not idempotent."""
+    from vfcheck.normalize import RULES
+
+    rule = next(r for r in RULES if r.name == "temp-paths")
+    once = rule.apply("/tmp/tmpab12_xyz/tmp/tmpab12_xyz")
+    assert once == "<tmp>/tmp<random>/tmp/tmp<random>"
+    assert rule.apply(once) == once

@@ -133,9 +133,14 @@ def _scrub_temp_paths(tree: Any) -> Any:
         text = _ANY_VF_CACHE.sub("<tmp>", _MACOS_TEMP.sub("<tmp>", text))
         for root in roots:
             text = root.sub("<tmp>", text)
-        if "<tmp>" in text:
+        # to a fixed point: the greedy path prefix lets one pass rename only the last of
+        # several random segments (`<tmp>/tmpab12_xyz/tmp/tmpab12_xyz`)
+        while "<tmp>" in text:
+            before = text
             for pattern, replacement in _RANDOM_SEGMENTS:
                 text = pattern.sub(replacement, text)
+            if text == before:
+                break
         return text
 
     return _strings(rewrite)(tree)
