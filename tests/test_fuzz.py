@@ -4,7 +4,7 @@
    tool calls with invalid JSON arguments), verifiers' own upstream client and stream parser
    (`EvalClient.relay` + `ChatDialect().stream_parser()`, `EvalClient.get_response`) and the
    openai SDK (`ChatCompletion`, `ChatCompletionStreamState`) rebuild exactly that reply.
-2. `vfcheck.normalize`: scrubbing is idempotent, volatile values (ids, times, loopback ports,
+2. `vfcheck.traces.normalize`: scrubbing is idempotent, volatile values (ids, times, loopback ports,
    uuids) do not survive normalisation, `trace_diff` is empty on equal inputs and names the
    changed path otherwise, and the output is plain JSON.
 
@@ -34,7 +34,7 @@ from vfcheck.model import (
     ScriptedModel,
     ToolCall,
 )
-from vfcheck.normalize import RULES, normalize_trace, scrub, trace_diff
+from vfcheck.traces.normalize import RULES, normalize_trace, scrub, trace_diff
 
 T = TypeVar("T")
 

@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from vfcheck.golden import GoldenBook, GoldenExtension, file_stem, golden_diff, golden_document
+from vfcheck.traces.golden import (
+    GoldenBook,
+    GoldenExtension,
+    file_stem,
+    golden_diff,
+    golden_document,
+)
 
 pytest_plugins = ["pytester"]
 
@@ -109,7 +115,7 @@ def test_unused_lists_only_files_naming_no_task(tmp_path: Path) -> None:
 def test_task_identity_prefers_an_overridden_key_then_data_id_then_index() -> None:
     import verifiers.v1 as vf
 
-    from vfcheck.golden import task_identity
+    from vfcheck.traces.golden import task_identity
 
     class Keyed(vf.Task):  # type: ignore[misc]
         @property

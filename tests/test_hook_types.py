@@ -17,8 +17,8 @@ from vfcheck.checks.hook_types import (
     probe,
     untouched_trace,
 )
-from vfcheck.offline import prepare_process_env
-from vfcheck.runner import load_env, load_tasks
+from vfcheck.episodes.offline import prepare_process_env
+from vfcheck.episodes.runner import load_env, load_tasks
 
 
 @pytest.fixture(scope="module")

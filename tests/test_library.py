@@ -202,9 +202,9 @@ def test_reproduce_usage_entry(entry: Entry, raw: list[Finding]) -> None:
 async def _play_hang(*, cancel: bool) -> Any:
     """One episode of the probe against a model that never answers: ended by a 1 s agent
     timeout, or cancelled by the caller once the request is previewed. Its notify log."""
+    from vfcheck.episodes.recorder import TraceRecorder
+    from vfcheck.episodes.runner import EnvRunner, load_tasks
     from vfcheck.model import Reply, ScriptedModel, fixed
-    from vfcheck.recorder import TraceRecorder
-    from vfcheck.runner import EnvRunner, load_tasks
 
     env_args = {} if cancel else {"agent.timeout.rollout": 3.0}
     model = ScriptedModel(fixed(Reply.fault("hang")))

@@ -22,9 +22,9 @@ from vfcheck.checks.lifecycle import (
     describe_log,
     lifecycle_violations,
 )
+from vfcheck.episodes.recorder import STAGES, NotifyEvent, TraceRecorder
+from vfcheck.episodes.runner import run_episodes
 from vfcheck.model import Reply, ScriptedModel, fixed
-from vfcheck.recorder import STAGES, NotifyEvent, TraceRecorder
-from vfcheck.runner import run_episodes
 
 
 class FakeTrace:

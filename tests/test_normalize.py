@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from vfcheck.normalize import RULES, normalize_trace, scrub, trace_diff, trace_view
-from vfcheck.runner import EpisodeResult, run_episodes
+from vfcheck.episodes.runner import EpisodeResult, run_episodes
+from vfcheck.traces.normalize import RULES, normalize_trace, scrub, trace_diff, trace_view
 
 TRACE_ID = "4b84962538244a1290e5036256beeb12"
 CALL_ID = "call_5a9fedcfc98280e176cebaac"
@@ -333,7 +333,7 @@ async def test_two_tasks_differ_in_prompt(fixtures_dir: Path) -> None:
 def test_temp_paths_rule_renames_every_random_segment_in_one_application() -> None:
     """Found by hypothesis (tests/test_fuzz.py): the greedy path prefix let one pass rename
     only the last of two random segments, so the rule was not idempotent."""
-    from vfcheck.normalize import RULES
+    from vfcheck.traces.normalize import RULES
 
     rule = next(r for r in RULES if r.name == "temp-paths")
     once = rule.apply("/tmp/tmpab12_xyz/tmp/tmpab12_xyz")

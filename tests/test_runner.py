@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from vfcheck.episodes.runner import EnvLoadError, EnvRunner, load_tasks, run_episodes
 from vfcheck.model import Reply, ScriptedModel, fixed
-from vfcheck.runner import EnvLoadError, EnvRunner, load_tasks, run_episodes
 from vfcheck.script import Script
 
 HAPPY = [

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from vfcheck.episodes.runner import run_episodes
+from vfcheck.isolation.supervisor import descendants
 from vfcheck.model import ModelRequest, Reply, ScriptedModel, from_function
-from vfcheck.runner import run_episodes
-from vfcheck.supervisor import descendants
 
 EPISODES = 200
 CONCURRENCY = 8

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from vfcheck.episodes.wheels import dependency_problem
 from vfcheck.options import resolve_options
-from vfcheck.wheels import dependency_problem
 
 NO_INDEX = "the harness program could not resolve its dependencies: no package index is reachable"
 

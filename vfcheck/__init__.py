@@ -16,10 +16,10 @@ _PUBLIC = {
     "TaskRef": "vfcheck.model",
     "Reply": "vfcheck.model",
     "Script": "vfcheck.script",
-    "TraceRecorder": "vfcheck.recorder",
-    "EnvRunner": "vfcheck.runner",
-    "EpisodeResult": "vfcheck.runner",
-    "run_episodes": "vfcheck.runner",
+    "TraceRecorder": "vfcheck.episodes.recorder",
+    "EnvRunner": "vfcheck.episodes.runner",
+    "EpisodeResult": "vfcheck.episodes.runner",
+    "run_episodes": "vfcheck.episodes.runner",
 }
 
 __all__ = ["__version__", *_PUBLIC]

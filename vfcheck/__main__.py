@@ -2,6 +2,6 @@
 
 import sys
 
-from vfcheck.cli import main
+from vfcheck.frontends.cli import main
 
 sys.exit(main())

@@ -34,7 +34,7 @@ class CheckOptions:
     """A missing or unused golden trace fails (CI, once recorded)."""
     wheels: str | None = None
     """A folder of wheels the harness programs resolve their dependencies from, with no
-    package index (absolute once resolved; `vfcheck.wheels`)."""
+    package index (absolute once resolved; `vfcheck.episodes.wheels`)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,7 +67,7 @@ class CheckOptions:
         if self.seed is not None:
             words += [f"{prefix}seed", str(self.seed)]
         if self.golden_dir_given:
-            from vfcheck.golden import shown_path
+            from vfcheck.traces.golden import shown_path
 
             words += [f"{prefix}golden-dir", shown_path(Path(self.golden_dir))]
         if self.golden_strict:
@@ -128,9 +128,9 @@ def resolve_options(
     family, a broken script or a missing wheel folder: usage errors, reported before any
     env runs."""
     from vfcheck.checks import select
-    from vfcheck.offline import parse_env_arg
+    from vfcheck.episodes.offline import parse_env_arg
+    from vfcheck.episodes.wheels import wheel_folder
     from vfcheck.script import Script
-    from vfcheck.wheels import wheel_folder
 
     settings = pyproject_settings(start)
     options = CheckOptions.from_dict(settings)

@@ -54,14 +54,14 @@ class GoldenPlan:
     task's identity `(identity, source)` by index, and the header shared by its files."""
 
     book: Any
-    """A `vfcheck.golden.GoldenBook`."""
+    """A `vfcheck.traces.golden.GoldenBook`."""
     identities: dict[int, tuple[str, str]]
     header: dict[str, Any]
 
 
 def normalized_views(result: Any) -> list[dict[str, Any]]:
-    """Each trace of an episode, normalised with its notify log (`vfcheck.normalize`)."""
-    from vfcheck.normalize import normalize_trace
+    """Each trace of an episode, normalised with its notify log (`vfcheck.traces.normalize`)."""
+    from vfcheck.traces.normalize import normalize_trace
 
     by_id = {log.trace.id: log for log in result.logs}
     views = []
@@ -261,7 +261,7 @@ class EpisodeLab:
         return first, second
 
     async def replay(self, task: Any) -> Finding:
-        from vfcheck.normalize import trace_diff
+        from vfcheck.traces.normalize import trace_diff
 
         a, b = (normalized_views(r) for r in await self.both_plays(task))
         if len(a) != len(b):
@@ -279,9 +279,9 @@ class EpisodeLab:
                         "two plays normalise identically")
 
     async def golden(self, task: Any) -> Finding:
-        """Compare the task's normalised trace with its golden file (see `vfcheck.golden`);
+        """Compare the task's normalised trace with its golden file (see `vfcheck.traces.golden`);
         an env whose two plays differ is reported non-deterministic instead."""
-        from vfcheck.golden import golden_diff, golden_document, hide_content_hash
+        from vfcheck.traces.golden import golden_diff, golden_document, hide_content_hash
 
         assert self.goldens is not None, "the golden family needs a GoldenPlan"
         plan = self.goldens
@@ -388,8 +388,8 @@ class EpisodeLab:
 
     async def cancel_mid_request(self, task: Any) -> tuple[list[Any], bool]:
         """Play with a hanging model, cancel once a request is previewed; the traces."""
+        from vfcheck.episodes.runner import play_cancelled
         from vfcheck.model import Reply, fixed
-        from vfcheck.runner import play_cancelled
 
         hang = fixed(Reply.fault("hang"))
 

@@ -65,7 +65,7 @@ def cmdline(pid: int) -> str | None:
 
 def leftovers(root: int) -> list[Leftover]:
     """Every live process below `root`, Python's own helpers left out."""
-    from vfcheck.supervisor import descendants
+    from vfcheck.isolation.supervisor import descendants
 
     found = []
     for pid in descendants(root):
@@ -88,7 +88,7 @@ async def settled_leftovers(root: int, settle: float = SETTLE) -> list[Leftover]
 
 def stop(found: list[Leftover]) -> None:
     """Kill the leftovers and reap those that are the worker's children."""
-    from vfcheck.supervisor import kill_pids
+    from vfcheck.isolation.supervisor import kill_pids
 
     kill_pids([p.pid for p in found])
     for p in found:

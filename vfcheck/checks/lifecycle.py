@@ -26,7 +26,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vfcheck.recorder import STAGES, NotifyEvent, stage_times
+from vfcheck.episodes.recorder import STAGES, NotifyEvent, stage_times
 
 BOUNDARIES: tuple[str, ...] = tuple(
     f"{stage}.{edge}" for stage in STAGES for edge in ("start", "end")

@@ -124,7 +124,7 @@ FRESH_HASH_SEED = 2
 async def hashes_in_fresh_interpreter(spec: dict[str, Any], hash_seed: int) -> list[str]:
     """`Task.hash` of every task, loaded by another interpreter with `PYTHONHASHSEED`."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "vfcheck.worker", "--hashes",
+        sys.executable, "-m", "vfcheck.isolation.worker", "--hashes",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, "PYTHONHASHSEED": str(hash_seed)},

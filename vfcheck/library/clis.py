@@ -20,8 +20,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vfcheck.offline import MOCK_API_KEY_VAR, OFFLINE_ENV, uv_bin_dir
-from vfcheck.runner import MOCK_MODEL
+from vfcheck.episodes.offline import MOCK_API_KEY_VAR, OFFLINE_ENV, uv_bin_dir
+from vfcheck.episodes.runner import MOCK_MODEL
 
 CLI_TIMEOUT = 120.0
 """Seconds one CLI run may take (vf-eval with the null harness takes ~15 s)."""

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vfcheck.episodes.recorder import STAGES, NotifyEvent, TraceLog, TraceRecorder
 from vfcheck.findings import Finding
 from vfcheck.library.result import finding, verdict
-from vfcheck.recorder import STAGES, NotifyEvent, TraceLog, TraceRecorder
 
 HAPPY_ORDER: tuple[str, ...] = (
     "boot.start", "boot.end+setup.start", "setup.end+agent.start", "preview", "call #1 ok",
@@ -106,7 +106,7 @@ async def play(runner: Any, task: Any, assign: Callable[[Any], None]) -> Played:
 
 async def play_cancelled(runner: Any, task: Any, assign: Callable[[Any], None]) -> Played:
     """Play with a hanging model; cancel once a request is previewed; let it settle."""
-    from vfcheck.runner import play_cancelled
+    from vfcheck.episodes.runner import play_cancelled
 
     recorder = TraceRecorder(on_mint=assign)
     _, seen = await play_cancelled(runner, task, recorder.on_trace, wait=PLAY_TIMEOUT,
@@ -259,8 +259,8 @@ async def scenario_findings(env_id: str, paths: Sequence[Path],
 async def _play_all(env_id: str, paths: Sequence[Path], lifecycle: bool,
                     preview: bool) -> list[Finding]:
     from vfcheck.checks.episodes import PolicyRouter
+    from vfcheck.episodes.runner import EnvRunner, load_tasks
     from vfcheck.model import Reply, ScriptedModel, fixed
-    from vfcheck.runner import EnvRunner, load_tasks
 
     router = PolicyRouter()
     model = ScriptedModel(router)

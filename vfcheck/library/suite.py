@@ -40,11 +40,11 @@ async def collect(*, fixtures: Path | None = None, env_id: str | None = None,
                   run_clis: bool = True) -> list[Finding]:
     """Every library finding, raw (no baseline). `run_clis=False` skips the CLI runs
     (their findings are skipped), for a quick in-process look."""
+    from vfcheck.episodes.offline import prepare_process_env
     from vfcheck.library.api import eval_findings, hook_findings
     from vfcheck.library.clis import CliRuns, console_scripts, observe_clis
     from vfcheck.library.scenarios import scenario_findings
     from vfcheck.library.usage import usage_findings
-    from vfcheck.offline import prepare_process_env
 
     version = verifiers_version()
     if version is None:

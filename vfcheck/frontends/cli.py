@@ -26,7 +26,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _env_args(pairs: Sequence[str]) -> dict[str, Any]:
-    from vfcheck.offline import parse_env_arg
+    from vfcheck.episodes.offline import parse_env_arg
 
     return dict(parse_env_arg(p) for p in pairs)
 
@@ -133,11 +133,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from vfcheck.report import episode_table
-    from vfcheck.runner import EnvLoadError, EpisodeResult, run_episodes
+    from vfcheck.episodes.runner import EnvLoadError, EpisodeResult, run_episodes
+    from vfcheck.episodes.wheels import wheel_folder
+    from vfcheck.frontends.report import episode_table
+    from vfcheck.isolation.workdirs import owned
     from vfcheck.script import ScriptError
-    from vfcheck.wheels import wheel_folder
-    from vfcheck.workdirs import owned
 
     console = Console(stderr=True)
     try:
@@ -161,7 +161,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress.advance(bar)
 
     try:
-        with owned(), progress:  # HOME: a work dir of this run's own (vfcheck.workdirs)
+        with owned(), progress:  # HOME: a work dir of this run's own (vfcheck.isolation.workdirs)
             summary = asyncio.run(run_episodes(
                 args.env, num_tasks=args.num_tasks, rollouts=args.rollouts,
                 concurrency=args.concurrency, harness=args.harness, env_args=env_args,
@@ -215,12 +215,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from vfcheck.findings import EnvReport
+    from vfcheck.isolation.supervisor import EnvCheck
     from vfcheck.script import ScriptError
-    from vfcheck.supervisor import EnvCheck
 
     console = Console()
     if args.from_validate is not None:
-        from vfcheck.from_validate import RunDirError, grade
+        from vfcheck.frontends.from_validate import RunDirError, grade
 
         try:
             graded = [grade(args.from_validate)]
@@ -258,7 +258,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         _conclude(console, reports, args, seed=options.seed, verifiers=verifiers)
         raise
     finally:
-        from vfcheck.workdirs import sweep
+        from vfcheck.isolation.workdirs import sweep
 
         sweep()  # work dirs of workers killed at a hard deadline or by an interrupt
         shutil.rmtree(run_dir, ignore_errors=True)  # the event logs, read into `reports`
@@ -285,7 +285,7 @@ def _follow(console: Any, check: Any) -> None:
 
 def _conclude(console: Any, reports: list[Any], args: argparse.Namespace, *,
               seed: int | None, verifiers: str | None) -> int:
-    from vfcheck.report import (
+    from vfcheck.frontends.report import (
         failure_text,
         findings_table,
         golden_summary,
@@ -323,9 +323,9 @@ def cmd_library(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from vfcheck.episodes.offline import prepare_process_env
     from vfcheck.findings import EnvReport
     from vfcheck.library import library_findings
-    from vfcheck.offline import prepare_process_env
 
     prepare_process_env()
     console = Console()
@@ -357,9 +357,9 @@ def cmd_list_checks(args: argparse.Namespace) -> int:
 def cmd_wheels(args: argparse.Namespace) -> int:
     """Fill a wheel folder for `--wheels`: the dependencies of verifiers' chat program and
     of the named envs' harness programs, for this interpreter, proven to resolve offline."""
-    from vfcheck.offline import prepare_process_env
-    from vfcheck.runner import EnvLoadError
-    from vfcheck.wheels import WheelsError, fill, programs_of
+    from vfcheck.episodes.offline import prepare_process_env
+    from vfcheck.episodes.runner import EnvLoadError
+    from vfcheck.episodes.wheels import WheelsError, fill, programs_of
 
     try:
         env_args = _env_args(args.env_arg)

@@ -27,8 +27,8 @@ from typing import Any
 
 from vfcheck.checks import BY_ID, select
 from vfcheck.checks.load import WORKER_HASH_SEED
-from vfcheck.events import EventLog, Unit, append_event
 from vfcheck.findings import EnvReport, Finding, TaskId
+from vfcheck.isolation.events import EventLog, Unit, append_event
 from vfcheck.options import CheckOptions
 
 GRACE = 5.0
@@ -227,7 +227,7 @@ class EnvCheck:
         self.log.started.clear()  # the previous worker's units were settled or are retried
         self.log.done = False
         self._proc = proc = subprocess.Popen(
-            [sys.executable, "-m", "vfcheck.worker"], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "vfcheck.isolation.worker"], stdin=subprocess.PIPE,
             env={**os.environ, "PYTHONHASHSEED": str(WORKER_HASH_SEED)},
             stdout=sys.stderr.fileno() if _has_fileno(sys.stderr) else None,
             start_new_session=True,

@@ -1,11 +1,11 @@
 """The check worker: one process per env, where verifiers is imported and env code runs.
 
-`python -m vfcheck.worker` reads its spec (JSON) on stdin and appends events to the spec's
-`events` file (see `vfcheck.events`). Env code runs here, not in the front end, so that a
+`python -m vfcheck.isolation.worker` reads its spec (JSON) on stdin and appends events to the spec's
+`events` file (see `vfcheck.isolation.events`). Env code runs here, not in the front end, so that a
 hook that blocks the event loop (a sync sleep, a busy loop) or never returns can be stopped
-by killing this process at a hard deadline (`vfcheck.supervisor`), and the run goes on.
+by killing this process at a hard deadline (`vfcheck.isolation.supervisor`), and the run goes on.
 
-`python -m vfcheck.worker --hashes` prints the `Task.hash` list of the env's tasks as one
+`python -m vfcheck.isolation.worker --hashes` prints the `Task.hash` list of the env's tasks as one
 JSON line instead (the `determinism.load` check runs it under another PYTHONHASHSEED, from
 the start of the run, so that its verifiers import overlaps this worker's).
 """
@@ -26,9 +26,9 @@ from typing import Any
 
 from vfcheck.checks import BY_ID, select
 from vfcheck.compat import episode_hooks_missing, lacks_message
-from vfcheck.events import Unit, append_event
+from vfcheck.episodes.offline import prepare_process_env
 from vfcheck.findings import Finding, TaskId
-from vfcheck.offline import prepare_process_env
+from vfcheck.isolation.events import Unit, append_event
 
 UNIT_CONCURRENCY = 4
 """Per-task checks (setup, gold, noop) in flight at once; the episode families share the
@@ -59,7 +59,7 @@ class Worker:
         self.fresh_hashes: asyncio.Task[list[str]] | None = None
         """`determinism.load`'s other load, started with the worker."""
         self.identities: dict[int, tuple[str, str]] = {}
-        """Each task's golden identity `(identity, source)` (`vfcheck.golden`)."""
+        """Each task's golden identity `(identity, source)` (`vfcheck.traces.golden`)."""
         self.container_roles: list[str] = []
         """Roles whose harness needs a container (`Harness.NEEDS_CONTAINER`): no episodes."""
 
@@ -74,7 +74,7 @@ class Worker:
     async def load(self) -> tuple[Any, list[Any], list[Any]] | None:
         """The env, its tasks and role tiers; None (after a failed `load` finding) if not."""
         from vfcheck.checks.load import check_keys, load_finding, no_network
-        from vfcheck.runner import EnvLoadError, load_env, load_tasks
+        from vfcheck.episodes.runner import EnvLoadError, load_env, load_tasks
 
         attempts: list[str] = []
 
@@ -150,15 +150,15 @@ class Worker:
     async def run_checks(self) -> None:
         import verifiers
 
+        from vfcheck.episodes.runner import EnvRunner
         from vfcheck.model import ScriptedModel
-        from vfcheck.runner import EnvRunner
 
         self.emit("ready", verifiers=verifiers.__version__, python=sys.version.split()[0])
         loaded = await self.load()
         if loaded is None:
             return
         env, tasks, tiers = loaded
-        from vfcheck.golden import task_identity
+        from vfcheck.traces.golden import task_identity
 
         self.task_of = {t.data.idx: t for t in tasks}
         self.identities = {t.data.idx: task_identity(t) for t in tasks}
@@ -204,7 +204,7 @@ class Worker:
     def golden_book(self) -> Any:
         """The env's golden folder as this run treats it (one for `golden` and
         `golden.unused`)."""
-        from vfcheck.golden import GoldenBook
+        from vfcheck.traces.golden import GoldenBook
 
         golden = self.spec.get("golden") or {}
         return GoldenBook(
@@ -228,7 +228,7 @@ class Worker:
 
     async def golden_unused(self) -> Finding:
         """`golden.unused`: golden files of this env that name none of its tasks."""
-        from vfcheck.golden import env_folder, shown_path
+        from vfcheck.traces.golden import env_folder, shown_path
 
         book = self.golden_book
         folder = shown_path(env_folder(book.golden_dir, self.env_id))
@@ -441,7 +441,7 @@ async def main_async(spec: dict[str, Any]) -> None:
 def print_hashes(spec: dict[str, Any]) -> None:
     """The `--hashes` mode: this interpreter's load, as `Task.hash` per task."""
     from vfcheck.checks.load import no_network, task_hashes
-    from vfcheck.runner import load_env, load_tasks
+    from vfcheck.episodes.runner import load_env, load_tasks
 
     prepare_process_env(spec.get("paths") or [])
     with no_network([]):
@@ -453,7 +453,7 @@ def print_hashes(spec: dict[str, Any]) -> None:
 
 def main() -> None:
     spec = json.loads(sys.stdin.read())
-    from vfcheck.workdirs import owned
+    from vfcheck.isolation.workdirs import owned
 
     with owned():  # HOME: a work dir of this worker's own, before verifiers is imported
         if "--hashes" in sys.argv[1:]:

@@ -1,7 +1,7 @@
 """The pytest plugin (entry point `vfcheck`, so `-p no:vfcheck` turns it off).
 
 It stays thin and cheap: registering options imports nothing of verifiers, openai, respx
-or rich. Only `--vf-env` loads the front end (`vfcheck.pytest_session`), which still never
+or rich. Only `--vf-env` loads the front end (`vfcheck.frontends.pytest_session`), which still never
 imports verifiers: env code runs in supervised worker processes.
 """
 
@@ -53,6 +53,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "vfcheck(family): an item made by vfcheck")
     if not (config.getoption("vf_env") or config.getoption("vf_library")):
         return
-    from vfcheck.pytest_session import VfcheckSession
+    from vfcheck.frontends.pytest_session import VfcheckSession
 
     config.pluginmanager.register(VfcheckSession(config), SESSION_PLUGIN)

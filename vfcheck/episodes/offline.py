@@ -54,9 +54,9 @@ def prepare_process_env(extra_paths: Sequence[str] = (), *, wheels: str | None =
     """Set the offline flags, put uv on PATH, and put `extra_paths` (env folders) on
     both `sys.path` and `PYTHONPATH` (harness programs and tool servers are other
     processes that import the env module too); with `wheels`, harness programs resolve
-    their dependencies from that folder alone (`vfcheck.wheels`). Idempotent."""
+    their dependencies from that folder alone (`vfcheck.episodes.wheels`). Idempotent."""
     if wheels:
-        from vfcheck.wheels import use_wheels
+        from vfcheck.episodes.wheels import use_wheels
 
         use_wheels(wheels)
     for key, value in OFFLINE_ENV.items():

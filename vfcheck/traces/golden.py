@@ -1,7 +1,7 @@
 """Golden traces: a sampled task's normalised trace, stored as `<golden dir>/<env>/<task>.json`.
 
 An env author edits a prompt, a tool or a reward; the golden items show what that did to the
-episodes as a diff of normalised traces (`vfcheck.normalize`), before a training run finds
+episodes as a diff of normalised traces (`vfcheck.traces.normalize`), before a training run finds
 out. The file is written and read through `GoldenExtension`, a subclass of syrupy's JSON
 extension, so a golden file is byte for byte what syrupy would write for the same data,
 whichever front end (or Python, or `-n`) recorded it.
@@ -25,7 +25,7 @@ from syrupy.data import Snapshot, SnapshotCollection
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from vfcheck.findings import Outcome
-from vfcheck.normalize import trace_diff
+from vfcheck.traces.normalize import trace_diff
 
 FORMAT = 1
 """The golden file layout; bump it (and re-record) when the header or view changes shape."""

@@ -27,11 +27,11 @@ from typing import Any
 import pytest
 
 from vfcheck.checks import BY_ID
-from vfcheck.events import EventLog, Unit
 from vfcheck.findings import Finding
+from vfcheck.frontends.report import json_report, write_json
+from vfcheck.isolation.events import EventLog, Unit
+from vfcheck.isolation.supervisor import EnvCheck, event_file, expected_units
 from vfcheck.options import CheckOptions
-from vfcheck.report import json_report, write_json
-from vfcheck.supervisor import EnvCheck, event_file, expected_units
 
 RUN_DIR_KEY = "vfcheck_run_dir"
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143
@@ -168,7 +168,7 @@ class VfcheckSession:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The owner's line per env on its golden traces (as syrupy's snapshot summary)."""
-        from vfcheck.report import golden_summary
+        from vfcheck.frontends.report import golden_summary
 
         if not self.owner:
             return
@@ -205,7 +205,7 @@ class VfcheckSession:
             self._library_proc.kill()
         if self.run_dir is not None:
             shutil.rmtree(self.run_dir, ignore_errors=True)
-        from vfcheck.workdirs import sweep
+        from vfcheck.isolation.workdirs import sweep
 
         sweep()  # work dirs of workers killed at a hard deadline or by the stop above
 

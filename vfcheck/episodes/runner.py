@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from vfcheck.offline import MOCK_API_KEY_VAR, offline_env_config, prepare_process_env
-from vfcheck.recorder import TraceLog, TraceRecorder
-from vfcheck.wheels import HarnessDependencyError, dependency_problem
+from vfcheck.episodes.offline import MOCK_API_KEY_VAR, offline_env_config, prepare_process_env
+from vfcheck.episodes.recorder import TraceLog, TraceRecorder
+from vfcheck.episodes.wheels import HarnessDependencyError, dependency_problem
 
 HarnessTier = Literal["env", "fast"]
 MOCK_BASE_URL = "http://vfcheck-mock.invalid/v1"
@@ -31,7 +31,8 @@ MOCK_BASE_URL = "http://vfcheck-mock.invalid/v1"
 MOCK_MODEL = "vfcheck-scripted"
 BUILTIN_CHAT_HARNESSES = frozenset({"null", "bash"})
 HARNESS_ID = "vfcheck-chat"
-"""The fast tier's harness id (module `vfcheck_chat`, implementation `vfcheck.fast_harness`)."""
+"""The fast tier's harness id (module `vfcheck_chat`, implementation
+`vfcheck.episodes.fast_harness`)."""
 """verifiers' in-house chat loops; a role on one of these has no harness of the env's own."""
 
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from vfcheck.findings import EnvReport, Finding
 
 if TYPE_CHECKING:
-    from vfcheck.runner import RunSummary
+    from vfcheck.episodes.runner import RunSummary
 
 
 def _cell(text: str, limit: int = 80) -> str:

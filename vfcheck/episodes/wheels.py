@@ -170,7 +170,7 @@ def _chat_program() -> str:
 def programs_of(env_ids: Sequence[str], env_args: Mapping[str, Any] | None = None) -> list[Program]:
     """verifiers' chat program, plus the programs of every role's harness of `env_ids` (as
     the env tier runs them). Raises `EnvLoadError` for an env that does not load."""
-    from vfcheck.runner import load_env
+    from vfcheck.episodes.runner import load_env
 
     chat = script_dependencies(_chat_program()) or ()
     programs = [Program(CHAT_PROGRAM, chat)]
@@ -185,7 +185,7 @@ def programs_of(env_ids: Sequence[str], env_args: Mapping[str, Any] | None = Non
 
 
 def uv_executable() -> str:
-    from vfcheck.offline import uv_bin_dir
+    from vfcheck.episodes.offline import uv_bin_dir
 
     folder = uv_bin_dir()
     found = str(folder / "uv") if folder is not None else shutil.which("uv")

@@ -26,7 +26,7 @@ from verifiers.v1.dialects.chat import message_to_wire
 from verifiers.v1.harnesses.utils.launch import CHAT_PROGRAM_SOURCE
 from verifiers.v1.runtimes import ProgramResult
 
-from vfcheck.runner import HARNESS_ID
+from vfcheck.episodes.runner import HARNESS_ID
 
 
 @functools.cache

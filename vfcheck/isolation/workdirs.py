@@ -159,7 +159,7 @@ def _remove_program_environments(folder: Path, owner: Owner | None) -> None:
     programs = sorted((folder / PROGRAMS).glob("*.py"))
     if not programs:
         return
-    from vfcheck.wheels import WheelsError, uv_executable
+    from vfcheck.episodes.wheels import WheelsError, uv_executable
 
     try:
         uv = uv_executable()

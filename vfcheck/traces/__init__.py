@@ -1,0 +1,1 @@
+"""Traces as data: normalisation (ids, times, ports and secrets scrubbed) and golden files."""
