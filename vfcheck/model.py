@@ -60,6 +60,7 @@ __all__ = [
     "Fault",
     "ModelRequest",
     "Policy",
+    "PolicyRouter",
     "Reply",
     "RequestRecord",
     "ScriptedModel",
@@ -366,6 +367,18 @@ def per_task(mapping: Mapping[int | str, Policy]) -> Policy:
         return None
 
     return policy
+
+
+@dataclass
+class PolicyRouter:
+    """The mock's policy: per trace id an assigned policy, else `base`."""
+
+    base: Policy | None = None
+    assigned: dict[str, Policy] = field(default_factory=dict)
+
+    def __call__(self, request: ModelRequest) -> Reply | None:
+        policy = self.assigned.get(request.session_id or "", self.base)
+        return None if policy is None else policy(request)
 
 
 def default_reply(seed: int = 0) -> Policy:

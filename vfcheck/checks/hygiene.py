@@ -20,8 +20,10 @@ import ctypes
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from vfcheck.checks import BY_ID
+from vfcheck.checks.context import CheckContext
+from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
 
 CHECK = "hygiene.processes"
@@ -97,7 +99,7 @@ def stop(found: list[Leftover]) -> None:
 
 
 def processes_finding(env_id: str, found: list[Leftover]) -> Finding:
-    spec = BY_ID[CHECK]
+    spec = spec_of(CHECK)
     where = f"env {env_id!r}"
     details = {"leftovers": [{"pid": p.pid, "cmdline": p.cmdline} for p in found]}
     if not found:
@@ -116,3 +118,19 @@ def processes_finding(env_id: str, found: list[Leftover]) -> Finding:
         f"running after every hook and episode had finished (vfcheck killed them): {listed}. "
         f"Contract: {spec.contract}.", details,
     )
+
+
+@check(
+    CHECK, family="hygiene", scope="env", phase="after", budget=0.0,
+    extra_seconds=SETTLE, blocked_by_setup=False,
+    contract="env code leaves no process running after its hooks and episodes finish",
+    fails_when="once every check is done and verifiers has closed its runners, a process still "
+    "runs below the check worker (a child of env code, or an orphan the worker adopted as "
+    "subreaper); the message names each command line and pid, and vfcheck kills them (whether or "
+    "not the check was selected)",
+    why="a hook that starts a process and never reaps it leaks one per task and episode",
+)
+async def processes(ctx: CheckContext, _: Any) -> Finding:
+    found = await settled_leftovers(os.getpid())
+    stop(found)
+    return processes_finding(ctx.env_id, found)

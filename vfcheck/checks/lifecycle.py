@@ -26,7 +26,10 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vfcheck.checks.context import CheckContext
+from vfcheck.checks.registry import check
 from vfcheck.episodes.recorder import STAGES, NotifyEvent, stage_times
+from vfcheck.findings import Finding, Outcome
 
 BOUNDARIES: tuple[str, ...] = tuple(
     f"{stage}.{edge}" for stage in STAGES for edge in ("start", "end")
@@ -334,3 +337,45 @@ def _preview(log: _Log, trace: Any) -> Iterator[Violation]:
             f"message(s) still on the trace (last notify: {log.at(last)})",
             None,
         )
+
+
+@check(
+    "lifecycle", family="lifecycle", scope="sample", budget=2.5,
+    contract="the trace notifies boot -> setup -> agent -> (preview, call recorded)* -> finalize "
+    "-> scoring, each boundary once, with clocks that never go back",
+    fails_when="the notify log breaks boot → setup → agent → (preview, call recorded)* → finalize "
+    "→ scoring: rules `lifecycle.order`, `.stage`, `.clock`, `.restamped`, `.missing`, "
+    "`.preview`, `.empty`",
+    why="dashboards, trainers and resume read traces through these notifies",
+)
+async def lifecycle(ctx: CheckContext, task: Any) -> Finding:
+    return lifecycle_finding(ctx, task, await (await ctx.lab()).first_play(task))
+
+
+def lifecycle_finding(ctx: CheckContext, task: Any, result: Any) -> Finding:
+    def finding(outcome: Outcome, observed: str, **details: Any) -> Finding:
+        return ctx.finding("lifecycle", task, outcome, observed, **details)
+
+    violations = []
+    logs = []
+    for log in result.logs:
+        for v in lifecycle_violations(log.events, log.trace):
+            violations.append(v)
+        logs.append(describe_log(log.events))
+    details = {
+        "violations": [{"rule": v.rule, "message": v.message, "event": v.event}
+                       for v in violations],
+        "notify_log": logs,
+    }
+    if result.runner_error and not result.logs:
+        return finding("failed",
+                        f"no trace was minted ({result.runner_error})", **details)
+    if violations:
+        first = violations[0]
+        observed = f"[{first.rule}] {first.message}" + (
+            f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
+        )
+        return finding("failed",
+                        observed + "\nnotify log:\n" + "\n".join(logs), **details)
+    return finding("passed",
+                    f"{sum(len(log.events) for log in result.logs)} notifies in order", **details)

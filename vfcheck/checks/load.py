@@ -15,12 +15,17 @@ import json
 import os
 import socket
 import sys
+import traceback
 from collections.abc import Awaitable, Iterator
 from typing import Any
 
-from vfcheck.checks import BY_ID
+from vfcheck.checks.context import CheckContext
+from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
 
+LOAD_TIMEOUT = 60.0
+"""Seconds `load()` may take at least (the per-check timeout when that is longer): loading
+imports the env's modules, which a machine under load makes slow."""
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", ""})
 
 
@@ -87,7 +92,7 @@ def check_keys(env_id: str, tasks: list[Any]) -> Finding:
     if not tasks:
         return load_finding(
             env_id, "failed",
-            f"env {env_id!r}: load() yielded no task. Contract: {BY_ID['load'].contract}.",
+            f"env {env_id!r}: load() yielded no task. Contract: {spec_of('load').contract}.",
         )
     seen: dict[str, int] = {}
     repeats = []
@@ -104,7 +109,7 @@ def check_keys(env_id: str, tasks: list[Any]) -> Finding:
             f"env {env_id!r}: task keys repeat: {first['key']!r} is the key of tasks "
             f"{first['indices'][0]} and {first['indices'][1]}"
             + (f" (and {len(repeats) - 1} more)" if len(repeats) > 1 else "")
-            + f". Contract: {BY_ID['load'].contract} (Task.key is a stable identity: "
+            + f". Contract: {spec_of('load').contract} (Task.key is a stable identity: "
             "override it, or set TaskData.id).",
             repeats=repeats,
         )
@@ -137,13 +142,13 @@ async def hashes_in_fresh_interpreter(spec: dict[str, Any], hash_seed: int) -> l
             await proc.wait()
     if proc.returncode != 0:
         tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-        raise RuntimeError(f"the load in a fresh interpreter failed: {tail[0]}")
+        raise RuntimeError(f"the load in a fresh interpreter failed (exit {proc.returncode}): "
+                           f"{tail[0]}")
     result: list[str] = json.loads(out.decode().strip().splitlines()[-1])
     return result
 
 
-async def check_determinism_load(env_id: str, fresh: Awaitable[list[str]],
-                                 own: list[str]) -> Finding:
+async def compare_loads(env_id: str, fresh: Awaitable[list[str]], own: list[str]) -> Finding:
     """The worker's own load (PYTHONHASHSEED=1) and a fresh interpreter's (=2) must list the
     same hashes. Two loads, not three: the worker's is a fresh interpreter's first load too,
     and each extra interpreter costs a verifiers import (seconds)."""
@@ -159,10 +164,85 @@ async def check_determinism_load(env_id: str, fresh: Awaitable[list[str]],
             f"env {env_id!r}: two loads gave different tasks: the loads with "
             f"PYTHONHASHSEED={WORKER_HASH_SEED} and ={FRESH_HASH_SEED} first differ at task "
             f"{diverge} ({len(own)} vs {len(other)} tasks; compare Task.hash). Contract: "
-            f"{BY_ID['determinism.load'].contract} (iterate sorted(), not a set).",
+            f"{spec_of('determinism.load').contract} (iterate sorted(), not a set).",
             {"hashes": {k: v[:50] for k, v in runs.items()}, "first_difference": diverge},
         )
     return Finding(
         "determinism.load", "determinism", None, "passed",
         f"env {env_id!r}: {len(own)} task hash(es) identical across two fresh interpreters", {},
     )
+
+
+@check(
+    "load", family="load", scope="env", phase="load", budget=1.0, min_timeout=LOAD_TIMEOUT,
+    contract="the id resolves to exactly one taskset whose load() yields tasks with unique "
+    "keys, offline",
+    fails_when="the id does not resolve to exactly one taskset, the module fails to import, "
+    "`load()` raises or reaches the network (refused at once: no socket leaves the machine while "
+    "a taskset loads), it yields no task, or task keys repeat",
+    why="every other check, and every training run, starts from `load()`",
+)
+async def load(ctx: CheckContext, _: Any) -> Finding:
+    """Load the env, its tasks and role tiers into `ctx` (only when the finding passes)."""
+    from vfcheck.episodes.runner import EnvLoadError, load_env, load_tasks
+
+    attempts: list[str] = []
+
+    def load_all() -> tuple[Any, list[Any], list[Any]]:
+        with no_network(attempts):
+            env, tiers = load_env(ctx.env_id, ctx.env_args, harness=ctx.harness)
+            return env, tiers, load_tasks(env, ctx.num_tasks)
+
+    budget = max(ctx.timeout, LOAD_TIMEOUT)
+    contract = spec_of("load").contract
+    try:
+        env, tiers, tasks = await asyncio.wait_for(asyncio.to_thread(load_all), budget)
+    except TimeoutError:
+        return load_finding(ctx.env_id, "failed",
+                            f"env {ctx.env_id!r}: loading did not finish within {budget:g}s "
+                            f"(an infinite or hanging load()?). Contract: {contract}.")
+    except EnvLoadError as e:
+        message = str(e)
+        if attempts:
+            message = (f"env {ctx.env_id!r}: load() reached for the network "
+                       f"({', '.join(sorted(set(attempts)))}); vfcheck runs offline")
+        return load_finding(ctx.env_id, "failed", f"{message}. Contract: {contract}.",
+                            network=attempts)
+    except Exception as e:  # noqa: BLE001 - load() raising is the env's load finding
+        message = f"{type(e).__name__}: {e}"
+        if attempts:
+            message = (f"load() reached for the network "
+                       f"({', '.join(sorted(set(attempts)))})")
+        return load_finding(ctx.env_id, "failed",
+                            f"env {ctx.env_id!r}: {message}. Contract: {contract}.",
+                            network=attempts, traceback=traceback.format_exc())
+    finding = check_keys(ctx.env_id, tasks)
+    if finding.outcome == "passed":
+        ctx.env, ctx.tiers, ctx.tasks = env, tiers, tasks
+    return finding
+
+
+def hash_spec(ctx: CheckContext) -> dict[str, Any]:
+    """What the fresh interpreter of `determinism.load` needs to load the env alike."""
+    return {k: ctx.spec.get(k) for k in ("env_id", "env_args", "paths", "num_tasks",
+                                         "harness")}
+
+
+def start_fresh_load(ctx: CheckContext) -> None:
+    """Start the other load now, so that its verifiers import overlaps the worker's."""
+    ctx.extras["fresh_hashes"] = asyncio.ensure_future(
+        hashes_in_fresh_interpreter(hash_spec(ctx), FRESH_HASH_SEED))
+
+
+@check(
+    "determinism.load", family="determinism", scope="env", budget=2.0,
+    min_timeout=LOAD_TIMEOUT, prepare=start_fresh_load,
+    contract="two loads in fresh interpreters give the same tasks in the same order",
+    fails_when="two loads in fresh interpreters (the check worker's own, PYTHONHASHSEED 1, and "
+    "one started beside it, 2) give different `Task.hash` sequences",
+    why="resume, replay and splits address tasks by position and hash",
+)
+async def determinism_load(ctx: CheckContext, _: Any) -> Finding:
+    if "fresh_hashes" not in ctx.extras:
+        start_fresh_load(ctx)
+    return await compare_loads(ctx.env_id, ctx.extras["fresh_hashes"], task_hashes(ctx.tasks))

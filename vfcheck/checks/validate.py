@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vfcheck.checks import BY_ID
+from vfcheck.checks.context import CheckContext
+from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding, TaskId
 
 MODES = ("setup", "gold", "noop")
@@ -60,7 +61,7 @@ def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any],
     `hook_types.probe` found on an untouched trace of the task)."""
     from vfcheck.checks.hook_types import VALIDATE_RULE, describe, explain_error
 
-    spec = BY_ID[mode]
+    spec = spec_of(mode)
     rule = ""
     where = f"env {env_id!r}, {tid.label()}"
     reason = row.get("reason")
@@ -130,3 +131,35 @@ async def name_scoring_hooks(task: Any, row: dict[str, Any]) -> list[str]:
     except Exception:  # noqa: BLE001 - naming the hook is a courtesy; the row stands alone
         return []
     return [f"{p}, on an untouched trace" for p in found]
+
+
+@check(
+    "setup", family="setup", scope="task", budget=1.5, blocked_by_setup=False,
+    contract="Task.setup completes in a fresh runtime within the timeout",
+    fails_when="`Task.setup` raises or outlives the timeout (also when it blocks the event loop)",
+    why="a task whose setup fails can never be rolled out",
+)
+async def setup(ctx: CheckContext, task: Any) -> Finding:
+    return await check_task(ctx.env_id, task, "setup", ctx.validate_config)
+
+
+@check(
+    "gold", family="gold", scope="task", budget=2.5,
+    contract="Task.validate accepts the task's own reference solution",
+    fails_when="`Task.validate` returns False (or anything but True, False or None: the message "
+    "names what it returned), raises or times out; `None` = no gold check: skipped",
+    why="a task its own reference cannot solve trains on noise",
+)
+async def gold(ctx: CheckContext, task: Any) -> Finding:
+    return await check_task(ctx.env_id, task, "gold", ctx.validate_config)
+
+
+@check(
+    "noop", family="noop", scope="task", budget=2.5,
+    contract="finalising and scoring the untouched task gives a reward below 1.0",
+    fails_when="finalize + score of the untouched task gives reward >= 1.0, or raises; no "
+    "rewards: skipped",
+    why="a task that passes with no work rewards doing nothing",
+)
+async def noop(ctx: CheckContext, task: Any) -> Finding:
+    return await check_task(ctx.env_id, task, "noop", ctx.validate_config)

@@ -96,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     library.add_argument("--no-baseline", action="store_true",
                          help="report known behaviours of this verifiers as failed, not expected")
 
-    sub.add_parser("list-checks", help="print the check catalogue")
+    list_checks = sub.add_parser("list-checks", help="print the check catalogue")
+    list_checks.add_argument("--markdown", action="store_true",
+                             help="print it as the README's Markdown table")
 
     wheels = sub.add_parser(
         "wheels", help="download the harness programs' dependencies into a wheel folder, "
@@ -343,6 +345,11 @@ def cmd_list_checks(args: argparse.Namespace) -> int:
 
     from vfcheck.checks import CATALOGUE
 
+    if args.markdown:
+        from vfcheck.checks.catalogue import markdown_table
+
+        print(markdown_table(CATALOGUE))
+        return EXIT_OK
     table = Table(title="vfcheck checks")
     for column in ("family", "id", "per"):
         table.add_column(column, no_wrap=True)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vfcheck.checks import BY_ID, select
+from vfcheck.checks import BY_ID, REGISTRY
 from vfcheck.checks.load import WORKER_HASH_SEED
 from vfcheck.findings import EnvReport, Finding, TaskId
 from vfcheck.isolation.events import EventLog, Unit, append_event
@@ -90,16 +90,8 @@ def kill_tree(proc: subprocess.Popen[bytes]) -> None:
 
 
 def expected_units(plan: dict[str, Any], families: list[str] | None) -> list[Unit]:
-    units: list[Unit] = [("load", None)]
-    indices = [t["index"] for t in plan["tasks"]]
-    for spec in select(families):
-        if spec.id == "load":
-            continue
-        if spec.scope == "env":
-            units.append((spec.id, None))
-        else:
-            units += [(spec.id, i) for i in (indices if spec.scope == "task" else plan["sample"])]
-    return units
+    """Every unit of the run the worker's `plan` announced (`REGISTRY.units`)."""
+    return REGISTRY.units(families, [t["index"] for t in plan["tasks"]], plan["sample"])
 
 
 class EnvCheck:

@@ -1,0 +1,173 @@
+"""What a check function gets: one env's run, with its resources opened on first use.
+
+The worker makes one `CheckContext` per env run and hands it to every registered check
+(`fn(ctx, task)`). It holds the run's options, the loaded env and tasks (the `load` check
+fills them), and the shared resources the families need, each created once and only if a
+check asks: the episode lab (runners inside `env.serving()` with the scripted model), the
+validate config, the golden book. `async with ctx:` closes the runners.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from pathlib import Path
+from typing import Any, Literal
+
+from vfcheck.findings import Finding, Outcome, TaskId
+
+
+class CheckContext:
+    def __init__(self, env_id: str, spec: dict[str, Any]) -> None:
+        self.env_id = env_id
+        self.spec = spec
+        """The worker spec's options (`vfcheck.isolation.supervisor` writes it)."""
+        self.timeout: float = float(spec.get("timeout", 60.0))
+        self.harness: Literal["env", "fast"] = spec.get("harness") or "fast"
+        self.env_args: dict[str, Any] = spec.get("env_args") or {}
+        self.num_tasks: int | None = spec.get("num_tasks")
+        self.sample_size: int = int(spec.get("sample", 3))
+        self.script: str | None = spec.get("script")
+        self.seed: int = int(spec["seed"]) if spec.get("seed") is not None else 0
+        self.golden: dict[str, Any] = spec.get("golden") or {}
+        self.skip: set[tuple[str, int | None]] = {(c, i) for c, i in spec.get("skip", [])}
+        # filled by the `load` check
+        self.env: Any = None
+        self.tasks: list[Any] = []
+        self.tiers: list[Any] = []
+        self.verifiers_version = ""
+        self.extras: dict[str, Any] = {}
+        """Per-family state started early (e.g. `determinism.load`'s other interpreter)."""
+        self._stack = contextlib.AsyncExitStack()
+        self._lab: Any = None
+        self._lab_lock = asyncio.Lock()
+
+    async def __aenter__(self) -> CheckContext:
+        await self._stack.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await self._stack.__aexit__(*exc)
+        finally:
+            for pending in self.extras.values():  # e.g. a load in another interpreter
+                if isinstance(pending, asyncio.Future) and not pending.done():
+                    pending.cancel()
+                    with contextlib.suppress(BaseException):
+                        await pending
+
+    # -- the run
+
+    @property
+    def loaded(self) -> bool:
+        return self.env is not None
+
+    @functools.cached_property
+    def task_of(self) -> dict[int, Any]:
+        return {t.data.idx: t for t in self.tasks}
+
+    @property
+    def sample(self) -> list[int]:
+        """The tasks the episode families play: the first `--sample` of the taskset."""
+        return [t.data.idx for t in self.tasks[: self.sample_size]]
+
+    @functools.cached_property
+    def identities(self) -> dict[int, tuple[str, str]]:
+        """Each task's golden identity `(identity, source)` (`vfcheck.traces.golden`)."""
+        from vfcheck.traces.golden import task_identity
+
+        return {t.data.idx: task_identity(t) for t in self.tasks}
+
+    @functools.cached_property
+    def container_roles(self) -> list[str]:
+        """Roles whose harness needs a container (`Harness.NEEDS_CONTAINER`): no episodes."""
+        from verifiers.v1.utils.loaders import harness_class
+
+        found = []
+        for tier in self.tiers:
+            try:
+                needs = bool(harness_class(tier.harness).NEEDS_CONTAINER)
+            except Exception:  # noqa: BLE001 - an unloadable harness fails the episodes instead
+                needs = False
+            if needs:
+                found.append(f"role {tier.role!r} harness {tier.harness!r} needs a container "
+                             "runtime (NEEDS_CONTAINER)")
+        return found
+
+    def where(self, task: Any) -> str:
+        """`env 'x', task 1 (key)`: how messages name what a finding is about."""
+        if task is None:
+            return f"env {self.env_id!r}"
+        return f"env {self.env_id!r}, {task_id(task).label()}"
+
+    def finding(self, check: str, task: Any, outcome: Outcome, observed: str,
+                **details: Any) -> Finding:
+        """A finding of `check` on `task` (None: the env) whose message starts with where,
+        and quotes the contract when the outcome is `failed`."""
+        from vfcheck.checks.registry import spec_of
+
+        spec = spec_of(check)
+        message = f"{self.where(task)}: {observed}"
+        if outcome == "failed":
+            message = f"{self.where(task)}: {check} failed — {observed}. Contract: " \
+                      f"{spec.contract}."
+        return Finding(check, spec.family, task_id(task) if task is not None else None,
+                       outcome, message, details)
+
+    # -- resources, opened on first use
+
+    @functools.cached_property
+    def validate_config(self) -> Any:
+        from vfcheck.checks.validate import validate_config
+
+        return validate_config(self.env, self.timeout)
+
+    @functools.cached_property
+    def golden_book(self) -> Any:
+        """The env's golden folder as this run treats it (`golden` and `golden.unused`)."""
+        from vfcheck.traces.golden import GoldenBook
+
+        return GoldenBook(
+            Path(self.golden.get("dir") or "golden").resolve(), self.env_id,
+            update=bool(self.golden.get("update")), strict=bool(self.golden.get("strict")),
+            record=str(self.golden.get("record") or ""),
+        )
+
+    def base_policy(self) -> Any:
+        """The user's script as the mock's base policy (None: the built-in default)."""
+        script = self.script_file
+        return None if script is None else script.policy(self.spec.get("seed"))
+
+    @functools.cached_property
+    def script_file(self) -> Any:
+        """The user's script (`vfcheck.script.Script`), or None."""
+        if not self.script:
+            return None
+        from vfcheck.script import Script
+
+        return Script.load(Path(self.script))
+
+    def script_oracle(self, task: Any) -> str | None:
+        """The script's `oracle` reply for `task`, if it gives one."""
+        script = self.script_file
+        if script is None or not hasattr(script, "oracle_for"):
+            return None
+        from vfcheck.model import TaskRef
+
+        oracle: str | None = script.oracle_for(TaskRef(task.data.idx, str(task.key)))
+        return oracle
+
+    async def lab(self) -> Any:
+        """The episode lab (`vfcheck.checks.lab.EpisodeLab`), its runners opened on the
+        first call and closed with this context."""
+        async with self._lab_lock:
+            if self._lab is None:
+                from vfcheck.checks.lab import open_lab
+
+                self._lab = await open_lab(self, self._stack)
+        return self._lab
+
+
+def task_id(task: Any) -> TaskId:
+    return TaskId(task.data.idx, str(task.key))

@@ -1,0 +1,217 @@
+"""The episode lab: plays the sample's episodes for the episode-playing families.
+
+One `EpisodeLab` holds the env runner(s) and a policy router: each episode the lab plays
+gets its own policy (the default script, or a fault), assigned to its trace id at mint
+(`on_trace` fires before the first model request), so fault episodes run concurrently with
+happy ones on the same mock. Happy plays are memoised: `episode`, `lifecycle`,
+`determinism.replay` and `golden` share them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vfcheck.checks.context import CheckContext
+
+ENV_CODE_ERRORS = frozenset({"TaskError", "EnvError", "ToolsetError"})
+"""Errors verifiers records at the boundaries of env-authored code (`verifiers/v1/errors.py`)."""
+AGENT_TIMEOUT = 2.0
+"""The agent deadline of the `preview` hang scenario, seconds."""
+CANCEL_SETTLE = 5.0
+"""Seconds a cancelled episode's previews get to be abandoned before `preview` judges."""
+EPISODES_AT_ONCE = 4
+"""Episodes in flight in one worker when a role plays on the env tier: env-tier episodes
+start harness programs and tool servers, and a 2-core CI machine must not be asked for
+dozens at once."""
+FAST_EPISODES_AT_ONCE = 16
+"""The same when every role plays on the fast tier: in-process episodes cost ~0.07 s of CPU
+each and spend most of their time waiting (the harness's retry backoff after a fault, the
+agent timeout), so a narrow gate would only queue the waits."""
+
+
+@dataclass
+class GoldenPlan:
+    """What the `golden` family needs besides the plays: the env's golden folder, each
+    task's identity `(identity, source)` by index, and the header shared by its files."""
+
+    book: Any
+    """A `vfcheck.traces.golden.GoldenBook`."""
+    identities: dict[int, tuple[str, str]]
+    header: dict[str, Any]
+
+
+def normalized_views(result: Any) -> list[dict[str, Any]]:
+    """Each trace of an episode, normalised with its notify log (`vfcheck.traces.normalize`)."""
+    from vfcheck.traces.normalize import normalize_trace
+
+    by_id = {log.trace.id: log for log in result.logs}
+    views = []
+    for trace in result.traces:
+        log = by_id.get(trace.id)
+        views.append(normalize_trace(
+            trace.to_record(), [e.as_dict() for e in log.events] if log else None))
+    return views
+
+
+def non_finite(trace: Any) -> list[str]:
+    """Names of rewards and metrics whose value is not a finite number."""
+    bad = []
+    for name, reward in trace.rewards.items():
+        if reward is not None and not math.isfinite(reward.score):
+            bad.append(f"reward {name}={reward.score}")
+    for name, value in trace.metrics.items():
+        if value is not None and not math.isfinite(value):
+            bad.append(f"metric {name}={value}")
+    return bad
+
+
+def env_code_errors(result: Any) -> list[str]:
+    found = []
+    for trace in result.traces:
+        found += [f"{e.type}: {e.message}" for e in trace.errors if e.type in ENV_CODE_ERRORS]
+    if result.episode is not None:
+        found += [f"{e.type}: {e.message}" for e in result.episode.errors]
+    return found
+
+
+def blocked_before_model(result: Any) -> str | None:
+    """Why an episode never reached the model, when env code failed first (a `@vf.stop`
+    returning a non-bool): the preview scenarios then have nothing to judge, and `episode`
+    reports the cause."""
+    errors = env_code_errors(result)
+    if not errors or any(t.calls for t in result.traces):
+        return None
+    return f"env code failed before the first model request ({errors[0]})"
+
+
+class EpisodeLab:
+    """Plays the sample's episodes: happy ones (memoised: `episode`, `lifecycle` and
+    `determinism.replay` share the first play), fault ones, and cancelled ones."""
+
+    def __init__(self, env_id: str, runner: Any, router: Any,
+                 open_timeout_runner: Callable[[], Any], timeout: float,
+                 at_once: int = EPISODES_AT_ONCE) -> None:
+        self.env_id = env_id
+        self.runner = runner
+        self.router = router
+        self._open_timeout_runner = open_timeout_runner
+        self._timeout_runner: Any = None
+        self._timeout_lock = asyncio.Lock()
+        self.timeout = timeout
+        self._plays: dict[int, asyncio.Future[Any]] = {}
+        self._second_plays: dict[int, asyncio.Future[Any]] = {}
+        self.goldens: GoldenPlan | None = None
+        self._gate = asyncio.Semaphore(at_once)
+
+    async def play(self, task: Any, policy: Callable[[Any], Any] | None = None,
+                   runner: Any = None) -> Any:
+        def assign(trace: Any) -> None:
+            if policy is not None:
+                self.router.assigned[trace.id] = policy
+
+        runner = runner or self.runner
+        async with self._gate:
+            return await runner.play(task, timeout=self.timeout, on_trace=assign)
+
+    async def first_play(self, task: Any) -> Any:
+        index = task.data.idx
+        if index not in self._plays:
+            self._plays[index] = asyncio.ensure_future(self.play(task))
+        return await asyncio.shield(self._plays[index])
+
+    async def timeout_runner(self) -> Any:
+        async with self._timeout_lock:
+            if self._timeout_runner is None:
+                self._timeout_runner = await self._open_timeout_runner()
+        return self._timeout_runner
+
+    async def both_plays(self, task: Any) -> tuple[Any, Any]:
+        """The task's two happy plays (memoised: `determinism.replay` and `golden` share
+        them; the first is also `episode`'s and `lifecycle`'s), played concurrently."""
+        index = task.data.idx
+        if index not in self._second_plays:
+            self._second_plays[index] = asyncio.ensure_future(self.play(task))
+        first, second = await asyncio.gather(
+            self.first_play(task), asyncio.shield(self._second_plays[index]))
+        return first, second
+
+    async def play_hang(self, task: Any) -> Any:
+        """Play against a model that never answers, on the runner whose roles have the short
+        agent timeout (`AGENT_TIMEOUT`)."""
+        from vfcheck.model import Reply, fixed
+
+        return await self.play(task, fixed(Reply.fault("hang")), await self.timeout_runner())
+
+    async def cancel_mid_request(self, task: Any) -> tuple[list[Any], bool]:
+        """Play with a hanging model, cancel once a request is previewed; the traces."""
+        from vfcheck.episodes.runner import play_cancelled
+        from vfcheck.model import Reply, fixed
+
+        hang = fixed(Reply.fault("hang"))
+
+        def assign(trace: Any) -> None:
+            self.router.assigned[trace.id] = hang
+
+        async with self._gate:
+            return await play_cancelled(self.runner, task, assign, wait=self.timeout,
+                                        settle=CANCEL_SETTLE)
+
+
+async def open_lab(ctx: CheckContext, stack: contextlib.AsyncExitStack) -> EpisodeLab:
+    """The lab of `ctx`'s env: its runner (and, on first use, the short-agent-timeout runner
+    of the `preview` hang) entered on `stack`, the scripted model routed per episode."""
+    from vfcheck.episodes.runner import EnvRunner
+    from vfcheck.model import PolicyRouter, ScriptedModel
+
+    router = PolicyRouter(base=ctx.base_policy())
+    model = ScriptedModel(router, seed=ctx.seed)
+    runner = await stack.enter_async_context(
+        EnvRunner.open(ctx.env_id, model=model, loaded=(ctx.env, ctx.tiers)))
+
+    async def open_timeout_runner() -> Any:
+        roles = {f"{t.role}.timeout.rollout": AGENT_TIMEOUT for t in ctx.tiers}
+        return await stack.enter_async_context(EnvRunner.open(
+            ctx.env_id, env_args={**ctx.env_args, **roles}, harness=ctx.harness, model=model,
+            start_mock=False))
+
+    fast = all(t.tier == "fast" for t in ctx.tiers)
+    lab = EpisodeLab(ctx.env_id, runner, router, open_timeout_runner, ctx.timeout,
+                     at_once=FAST_EPISODES_AT_ONCE if fast else EPISODES_AT_ONCE)
+    lab.goldens = golden_plan(ctx)
+    return lab
+
+
+def golden_plan(ctx: CheckContext) -> GoldenPlan:
+    script = ctx.script
+    header = {
+        "env": ctx.env_id,
+        "tier": {t.role: t.tier for t in ctx.tiers},
+        "script": Path(script).name if script else "default",
+        "seed": ctx.seed,
+        "verifiers": ctx.verifiers_version,
+    }
+    return GoldenPlan(ctx.golden_book, ctx.identities, header)
+
+
+def episode_skip_reason(ctx: CheckContext, task: Any) -> str | None:
+    """Why vfcheck cannot play `task`'s episodes offline, if it cannot (the message follows
+    `env 'x', task i (key): `)."""
+    from vfcheck.checks.validate import needs_container
+    from vfcheck.compat import episode_hooks_missing, lacks_message
+
+    if episode_hooks_missing():
+        return f"{lacks_message(episode_hooks_missing())}, which the episode checks need"
+    if ctx.container_roles:
+        return (f"{'; '.join(ctx.container_roles)} — vfcheck plays episodes "
+                "offline in the subprocess runtime")
+    if needs_container(task):
+        return ("needs a container runtime (NEEDS_CONTAINER, TaskData.image or "
+                "TaskData.agent_user); vfcheck runs offline in the subprocess runtime")
+    return None

@@ -1,0 +1,80 @@
+"""`preview`: a model request that fails, times out or is cancelled leaves no preview."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from vfcheck.checks.context import CheckContext
+from vfcheck.checks.lab import blocked_before_model
+from vfcheck.checks.registry import check
+from vfcheck.findings import Finding
+
+
+@check(
+    "preview", family="preview", scope="sample", budget=5.5,
+    contract="a model request that fails, times out or is cancelled leaves no preview behind",
+    fails_when="after an upstream 500 the failed call is not recorded or a preview remains; after "
+    "a hang ended by the agent timeout (2 s) the stop is not `agent_timeout` or `trace.pending` "
+    "is not empty; after a cancel mid-request `trace.pending` is not empty (5 s to settle)",
+    why="a stale preview shows watchers a turn that never happened",
+)
+async def preview(ctx: CheckContext, task: Any) -> Finding:
+    from vfcheck.model import Reply, fixed
+
+    lab = await ctx.lab()
+    problems: list[str] = []
+    scenarios: dict[str, Any] = {}
+    # the three scenarios are independent episodes: played at once, the preview check
+    # costs the longest of them (the agent timeout), not their sum
+    failed, hung, (cancelled, seen_preview) = await asyncio.gather(
+        lab.play(task, fixed(Reply.fault("status", status=500))),
+        lab.play_hang(task),
+        lab.cancel_mid_request(task),
+    )
+    if (blocked := blocked_before_model(failed)) is not None:
+        return ctx.finding("preview", task, "skipped",
+                        f"blocked — {blocked}, so no request was left to preview (see "
+                        f"episode[{task.data.idx}])")
+    # 1. an upstream 500 on every request
+    calls = [c for t in failed.traces for c in t.calls]
+    errored = [c for c in calls if c.error is not None]
+    pending = sum(len(t.pending) for t in failed.traces)
+    scenarios["upstream_500"] = {"calls": len(calls), "errored_calls": len(errored),
+                                 "pending": pending}
+    if failed.runner_error:
+        problems.append(f"after an upstream 500 the runner failed ({failed.runner_error})")
+    if not errored:
+        problems.append(f"after an upstream 500 no failed call is recorded ({len(calls)} "
+                        "call(s) on the trace)")
+    if pending:
+        problems.append(f"after an upstream 500, {pending} previewed message(s) remain "
+                        "(trace.pending)")
+    # 2. a hang ended by the agent timeout
+    stops = [t.stop_condition for t in hung.traces]
+    pending = sum(len(t.pending) for t in hung.traces)
+    scenarios["hang_agent_timeout"] = {"stops": stops, "pending": pending,
+                                       "runner_error": hung.runner_error}
+    if hung.runner_error:
+        problems.append(f"a hang was not ended by the agent timeout ({hung.runner_error})")
+    elif not any(s == "agent_timeout" for s in stops):
+        problems.append(f"after a hang the stop is {stops}, not the agent timeout")
+    if pending:
+        problems.append(f"after a hang ended by the agent timeout, {pending} previewed "
+                        "message(s) remain (trace.pending)")
+    # 3. the caller cancels mid-request
+    pending = sum(len(t.pending) for t in cancelled)
+    scenarios["cancel"] = {"traces": len(cancelled), "saw_preview": seen_preview,
+                           "pending": pending}
+    if not seen_preview:
+        problems.append("no request was previewed before the cancel (the harness made no "
+                        f"model request within {lab.timeout:g}s)")
+    if pending:
+        problems.append(f"after a cancel mid-request, {pending} previewed message(s) "
+                        "remain (trace.pending)")
+    if problems:
+        return ctx.finding("preview", task, "failed", "; ".join(problems),
+                        scenarios=scenarios)
+    return ctx.finding("preview", task, "passed",
+                    "no preview left after a 500, a timeout and a cancel",
+                    scenarios=scenarios)

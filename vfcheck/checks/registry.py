@@ -1,0 +1,153 @@
+"""The check registry: a check is one function registered with its spec.
+
+    @check("gold", family="gold", scope="task", budget=2.5, contract=..., fails_when=...,
+           why=...)
+    async def gold(ctx: CheckContext, task: Any) -> Finding: ...
+
+The worker runs whatever is registered (`REGISTRY.units`, `spec.run`) and names no family;
+the front ends read the same specs (`vfcheck list-checks`, the README catalogue, pytest
+items), so a check exists in exactly one place: its family's module. Registration order is
+report order. Nothing here imports verifiers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from vfcheck.checks.context import CheckContext
+    from vfcheck.findings import Finding
+
+Scope = Literal["env", "task", "sample"]
+"""`env`: one finding per env; `task`: one per task; `sample`: one per sampled task (these
+play episodes)."""
+Phase = Literal["load", "run", "after"]
+"""`load`: runs first and decides whether anything else runs; `run`: with the runners open;
+`after`: once every `run` check is done and verifiers has closed its runners."""
+Unit = tuple[str, int | None]
+"""A check on a task (`("gold", 1)`), or on the env (`("load", None)`)."""
+CheckFn = Callable[["CheckContext", Any], Awaitable["Finding"]]
+"""`fn(ctx, task)`: `task` is the verifiers Task, or None for an env-scoped check."""
+
+DEADLINE_SLACK = 10.0
+"""Seconds added to every unit's deadline (process scheduling, a loaded CI machine)."""
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    family: str
+    scope: Scope
+    contract: str
+    """The contract in one sentence (failure messages quote it)."""
+    fails_when: str
+    why: str
+    fn: CheckFn | None = field(default=None, compare=False, repr=False)
+    phase: Phase = "run"
+    budget: float = 2.0
+    """The unit's deadline in multiples of the per-check timeout (a `gold` unit sets the
+    task up, then validates, each bounded by the timeout; `preview` plays three episodes)."""
+    min_timeout: float = 0.0
+    """A floor under the per-check timeout for this check's deadline (loading imports the
+    env's modules, which a loaded machine makes slow)."""
+    extra_seconds: float = 0.0
+    """Seconds added to the deadline whatever the timeout (a fixed settle time)."""
+    blocked_by_setup: bool = True
+    """A task-bound check that is skipped as blocked when the task's `setup` failed
+    (verifiers runs `Task.setup` before every check and episode: same cause)."""
+    prepare: Callable[[CheckContext], None] | None = field(default=None, compare=False,
+                                                          repr=False)
+    """Called when the worker starts, before `load`, for a check this run will run: work
+    that overlaps the env's load (`determinism.load` starts its other interpreter)."""
+
+    def deadline(self, timeout: float) -> float:
+        return (self.budget * max(timeout, self.min_timeout) + self.extra_seconds
+                + DEADLINE_SLACK)
+
+    async def run(self, ctx: CheckContext, task: Any) -> Finding:
+        assert self.fn is not None, f"check {self.id!r} has no function"
+        return await self.fn(ctx, task)
+
+
+class Registry:
+    """Every registered check, in registration (= report) order."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, CheckSpec] = {}
+
+    def register(self, spec: CheckSpec) -> CheckSpec:
+        if spec.id in self._specs:
+            raise ValueError(f"check {spec.id!r} is registered twice")
+        self._specs[spec.id] = spec
+        return spec
+
+    def __getitem__(self, check_id: str) -> CheckSpec:
+        return self._specs[check_id]
+
+    def __contains__(self, check_id: object) -> bool:
+        return check_id in self._specs
+
+    def __iter__(self) -> Iterator[CheckSpec]:
+        return iter(self._specs.values())
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(spec.family for spec in self))
+
+    def select(self, families: Sequence[str] | None) -> tuple[CheckSpec, ...]:
+        """The checks of `families` (exact names; the `load` phase always runs: the rest
+        needs it). Raises ValueError naming an unknown family."""
+        if not families:
+            return tuple(self)
+        unknown = sorted(set(families) - set(self.families))
+        if unknown:
+            raise ValueError(
+                f"unknown check famil{'y' if len(unknown) == 1 else 'ies'} "
+                f"{', '.join(unknown)}; known: {', '.join(self.families)}"
+            )
+        wanted = set(families)
+        return tuple(spec for spec in self if spec.family in wanted or spec.phase == "load")
+
+    def units(self, families: Sequence[str] | None, tasks: Sequence[int],
+              sample: Sequence[int]) -> list[Unit]:
+        """Every (check, task) unit of a run, in report order: the one place units are
+        computed (the worker runs them, the supervisor settles the missing ones, pytest
+        collects them)."""
+        units: list[Unit] = []
+        for spec in self.select(families):
+            if spec.scope == "env":
+                units.append((spec.id, None))
+            else:
+                units += [(spec.id, i) for i in (tasks if spec.scope == "task" else sample)]
+        return units
+
+
+REGISTRY = Registry()
+
+
+def check(check_id: str, *, family: str, scope: Scope, contract: str, fails_when: str,
+          why: str, phase: Phase = "run", budget: float = 2.0, min_timeout: float = 0.0,
+          extra_seconds: float = 0.0, blocked_by_setup: bool = True,
+          prepare: Callable[[CheckContext], None] | None = None,
+          ) -> Callable[[CheckFn], CheckFn]:
+    """Register the decorated `async def fn(ctx, task) -> Finding` as check `check_id`."""
+
+    def register(fn: CheckFn) -> CheckFn:
+        REGISTRY.register(CheckSpec(
+            check_id, family, scope, contract, fails_when, why, fn=fn, phase=phase,
+            budget=budget, min_timeout=min_timeout, extra_seconds=extra_seconds,
+            blocked_by_setup=blocked_by_setup,
+            prepare=prepare))
+        return fn
+
+    return register
+
+
+def spec_of(check_id: str) -> CheckSpec:
+    """The registered spec of `check_id` (for messages that quote its contract)."""
+    return REGISTRY[check_id]

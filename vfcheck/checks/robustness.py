@@ -1,0 +1,62 @@
+"""`robustness`: env code survives empty, whitespace, huge and malformed model output."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from vfcheck.checks.context import CheckContext
+from vfcheck.checks.lab import env_code_errors, non_finite
+from vfcheck.checks.registry import check
+from vfcheck.findings import Finding
+
+
+@check(
+    "robustness", family="robustness", scope="sample", budget=4.5,
+    contract="env code survives empty, whitespace, huge and malformed model output",
+    fails_when="for an empty, whitespace or 100 kB reply, a malformed body, a cut stream, or a "
+    "tool call with invalid JSON arguments: env code raises (a "
+    "`TaskError`/`EnvError`/`ToolsetError` on the trace), a reward is not finite, or the runner "
+    "fails",
+    why="real models produce all of these",
+)
+async def robustness(ctx: CheckContext, task: Any) -> Finding:
+    from vfcheck.model import HARNESS_BUILTIN_TOOLS, Reply, fixed
+
+    lab = await ctx.lab()
+
+    def bad_tool_call(request: Any) -> Any:
+        if request.turn > 0:
+            return None
+        offered = [t.get("function", {}).get("name") for t in request.tools]
+        names = [n for n in offered if n and n not in HARNESS_BUILTIN_TOOLS]
+        return Reply.tool(names[0] if names else "vfcheck_probe", "{bad json")
+
+    faults: dict[str, Callable[[Any], Any]] = {
+        "empty reply": fixed(Reply.fault("empty")),
+        "whitespace reply": fixed(Reply.text(" \n\t ")),
+        "100 kB reply": fixed(Reply.fault("huge")),
+        "malformed body": fixed(Reply.fault("malformed")),
+        "cut stream": fixed(Reply.fault("cut")),
+        "invalid tool-call JSON": bad_tool_call,
+    }
+    names = list(faults)
+    results = await asyncio.gather(*(lab.play(task, faults[n]) for n in names))
+    problems = []
+    observed: dict[str, Any] = {}
+    for name, result in zip(names, results, strict=True):
+        found = env_code_errors(result)
+        found += [f"{x} is not finite" for t in result.traces for x in non_finite(t)]
+        if result.runner_error:
+            found.append(f"the runner failed: {result.runner_error}")
+        observed[name] = {"errors": result.errors(), "rewards": [
+            t.reward for t in result.traces]}
+        if found:
+            problems.append(f"{name}: {found[0]}")
+    if problems:
+        return ctx.finding("robustness", task, "failed",
+                        "env code broke on " + "; ".join(problems), faults=observed)
+    return ctx.finding("robustness", task, "passed",
+                    f"env code survived {len(names)} kinds of bad model output",
+                    faults=observed)
