@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from vfcheck.isolation import workdirs
-from vfcheck.isolation.supervisor import descendants
+from vfcheck.isolation.processes import descendants
 
 
 def alive(pid: int) -> bool:
