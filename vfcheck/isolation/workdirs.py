@@ -16,7 +16,7 @@ script's path, so the per-pid program copies get environments of their own in uv
 they go with the dir. The dir goes on normal exit and on SIGINT/SIGTERM. Every `owned()`,
 and every front end at its end (the supervisor SIGKILLs workers), first sweeps dirs whose
 owner is dead: processes still running from inside one (cwd, an argument, or
-`VFCHECK_WORKDIR` under it; Linux `/proc`) are killed, then the dir is removed.
+`VFCHECK_WORKDIR` under it) are killed, then the dir is removed.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from vfcheck.isolation.processes import kill_pids, running_inside, start_time, started_at
+
 ROOT_NAME = "vfcheck-work"
 OWNER_FILE = ".vfcheck-owner.json"
 DIR_VAR = "VFCHECK_WORKDIR"
@@ -54,31 +56,15 @@ def root() -> Path:
 @dataclass(frozen=True)
 class Owner:
     pid: int
-    start: str | None
-    """The pid's start time (`/proc/<pid>/stat` field 22): a reused pid is not the owner."""
+    start: float | None
+    """The pid's start time (`processes.start_time`): a reused pid is not the owner."""
     uv_cache_dir: str | None = None
 
 
-def start_time(pid: int) -> str | None:
-    """When `pid` started, in clock ticks since boot; None if it is gone or a zombie."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return None if fields[0] in ("Z", "X") else fields[19]
-
-
 def alive(owner: Owner) -> bool:
-    if not Path("/proc").is_dir():  # no /proc (macOS): the pid alone
-        try:
-            os.kill(owner.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    now = start_time(owner.pid)
-    return now is not None and (owner.start is None or now == owner.start)
+    if owner.start is None:  # the marker is not written yet, or lost: the pid alone
+        return start_time(owner.pid) is not None
+    return started_at(owner.pid, owner.start)
 
 
 def owner_of(folder: Path) -> Owner | None:
@@ -87,60 +73,23 @@ def owner_of(folder: Path) -> Owner | None:
         return None
     try:
         data = json.loads((folder / OWNER_FILE).read_text())
-        return Owner(int(data["pid"]), data.get("start"), data.get("uv_cache_dir"))
+        start = data.get("start")
+        return Owner(int(data["pid"]), None if start is None else float(start),
+                     data.get("uv_cache_dir"))
     except (OSError, ValueError, KeyError, TypeError):
         return Owner(int(folder.name), None)  # still being made, or the marker is lost
-
-
-def _ancestors() -> set[int]:
-    found, pid = set(), os.getpid()
-    while pid > 1:
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            break
-        found.add(pid)
-    return found
 
 
 def processes_inside(folder: Path) -> list[int]:
     """Processes running from inside `folder`: cwd under it, an argument naming a path under
     it, or `VFCHECK_WORKDIR` set to it. Never this process or its ancestors."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return []
-    spared = {os.getpid(), *_ancestors()}
-    needle = str(folder)
-    marker = f"{DIR_VAR}={needle}".encode()
-
-    def under(text: str) -> bool:
-        return text == needle or f"{needle}/" in text or text.startswith(f"{needle} ")
-
-    found = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) in spared:
-            continue
-        with contextlib.suppress(OSError):
-            if under(os.readlink(entry / "cwd")):
-                found.append(int(entry.name))
-                continue
-        with contextlib.suppress(OSError):
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-            if any(under(a.decode(errors="replace")) for a in args):
-                found.append(int(entry.name))
-                continue
-        with contextlib.suppress(OSError):
-            if marker in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-    return found
+    return running_inside(folder, DIR_VAR)
 
 
 def kill_inside(folder: Path) -> list[int]:
     """SIGKILL every process running from inside `folder`; wait (bounded) until gone."""
     pids = processes_inside(folder)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    kill_pids(pids)
     deadline = time.monotonic() + KILL_WAIT
     while time.monotonic() < deadline and any(start_time(p) is not None for p in pids):
         time.sleep(0.05)
