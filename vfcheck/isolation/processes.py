@@ -27,10 +27,6 @@ GONE = (psutil.NoSuchProcess, psutil.AccessDenied)
 """What psutil raises for a process that exited meanwhile (`ZombieProcess` is a
 `NoSuchProcess`) or that is not ours to inspect: either way, nothing to report on it."""
 NOT_RUNNING = (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
-START_TOLERANCE = 1.0
-"""Seconds two readings of one process's start time may differ: psutil gives it on the wall
-clock (Linux: the boot time of `/proc/stat`, which moves when the clock is stepped, plus the
-start in ticks), so it is compared with slack. A pid reused within a second is no concern."""
 KILL_WAIT = 10.0
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
@@ -62,21 +58,25 @@ def ancestors(pid: int) -> list[int]:
         return []
 
 
-def start_time(pid: int) -> float | None:
-    """When `pid` started (seconds since the epoch); None if it is gone or a zombie."""
-    proc = _running(pid)
-    if proc is None:
-        return None
+def start_time(pid: int) -> str | None:
+    """When `pid` started, as a token no later process with the same pid shares; None if it
+    is gone or a zombie.
+
+    On Linux: clock ticks since boot (proc(5) `starttime`), the form vfcheck's work-dir
+    markers have always held, so that runs of other vfcheck versions sharing the temp dir
+    agree on who is alive, and unmoved by a clock step (psutil's create time is on the wall
+    clock: ticks plus the boot time, which a step moves; read first, so both readings
+    share it). Elsewhere: psutil's create time."""
     try:
-        return float(proc.create_time())
+        boot = psutil.boot_time()
+        proc = _running(pid)
+        if proc is None:
+            return None
+        if sys.platform == "linux":
+            return str(round((proc.create_time() - boot) * os.sysconf("SC_CLK_TCK")))
+        return repr(proc.create_time())
     except GONE:
         return None
-
-
-def started_at(pid: int, start: float) -> bool:
-    """Whether `pid` runs and is the process that started at `start` (not a reused pid)."""
-    now = start_time(pid)
-    return now is not None and abs(now - start) <= START_TOLERANCE
 
 
 def cmdline(pid: int) -> str | None:

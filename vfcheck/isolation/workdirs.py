@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from vfcheck.isolation.processes import kill_pids, running_inside, start_time, started_at
+from vfcheck.isolation.processes import kill_pids, running_inside, start_time
 
 ROOT_NAME = "vfcheck-work"
 OWNER_FILE = ".vfcheck-owner.json"
@@ -56,15 +56,14 @@ def root() -> Path:
 @dataclass(frozen=True)
 class Owner:
     pid: int
-    start: float | None
+    start: str | None
     """The pid's start time (`processes.start_time`): a reused pid is not the owner."""
     uv_cache_dir: str | None = None
 
 
 def alive(owner: Owner) -> bool:
-    if owner.start is None:  # the marker is not written yet, or lost: the pid alone
-        return start_time(owner.pid) is not None
-    return started_at(owner.pid, owner.start)
+    now = start_time(owner.pid)
+    return now is not None and (owner.start is None or now == owner.start)
 
 
 def owner_of(folder: Path) -> Owner | None:
@@ -73,9 +72,7 @@ def owner_of(folder: Path) -> Owner | None:
         return None
     try:
         data = json.loads((folder / OWNER_FILE).read_text())
-        start = data.get("start")
-        return Owner(int(data["pid"]), None if start is None else float(start),
-                     data.get("uv_cache_dir"))
+        return Owner(int(data["pid"]), data.get("start"), data.get("uv_cache_dir"))
     except (OSError, ValueError, KeyError, TypeError):
         return Owner(int(folder.name), None)  # still being made, or the marker is lost
 
