@@ -105,11 +105,11 @@ def _remove_program_environments(folder: Path, owner: Owner | None) -> None:
     programs = sorted((folder / PROGRAMS).glob("*.py"))
     if not programs:
         return
-    from vfcheck.episodes.wheels import WheelsError, uv_executable
+    from vfcheck.episodes.offline import uv_executable
 
     try:
         uv = uv_executable()
-    except WheelsError:
+    except FileNotFoundError:
         return
     env = dict(os.environ)
     if owner is not None and owner.uv_cache_dir:
