@@ -20,6 +20,7 @@ from typing import Any
 
 from vfcheck.checks import BY_ID
 from vfcheck.findings import Finding
+from vfcheck.isolation.supervisor import WORKER_HASH_SEED
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", ""})
 
@@ -115,8 +116,6 @@ def task_hashes(tasks: list[Any]) -> list[str]:
     return [str(t.hash) for t in tasks]
 
 
-WORKER_HASH_SEED = 1
-"""The check worker's own PYTHONHASHSEED (the supervisor sets it): its load is one of the two."""
 FRESH_HASH_SEED = 2
 """The other load's, in a fresh interpreter started with the worker (the two imports overlap)."""
 

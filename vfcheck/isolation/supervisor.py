@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from vfcheck.checks import BY_ID, select
-from vfcheck.checks.load import WORKER_HASH_SEED
 from vfcheck.findings import EnvReport, Finding, TaskId
 from vfcheck.isolation.events import EventLog, Unit, append_event
 from vfcheck.isolation.processes import kill_tree
@@ -37,6 +36,9 @@ IMPORT_DEADLINE = 180.0
 EXIT_GRACE = 5.0
 """Seconds a worker may linger after `done` (threads of env code) before it is killed."""
 MAX_RESTARTS = 5
+WORKER_HASH_SEED = 1
+"""The check worker's own PYTHONHASHSEED, set here where it starts: `determinism.load`
+compares the worker's load with a fresh interpreter's under another seed."""
 ENVS_AT_ONCE = int(os.environ.get("VFCHECK_ENVS_AT_ONCE") or max(2, os.cpu_count() or 2))
 """Env workers running at once in one front end (`VFCHECK_ENVS_AT_ONCE`, default the core
 count, at least 2); the others queue. Measured on 2 cores: ten envs at once, four of them on
