@@ -135,7 +135,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from vfcheck.episodes.harness_deps import wheel_folder
     from vfcheck.episodes.runner import EnvLoadError, EpisodeResult, run_episodes
-    from vfcheck.frontends.report import episode_table
+    from vfcheck.frontends.run_report import episode_table
     from vfcheck.isolation.workdirs import owned
     from vfcheck.script import ScriptError
 
