@@ -34,7 +34,7 @@ PR_GET_CHILD_SUBREAPER = 37
 
 
 def _running(pid: int) -> psutil.Process | None:
-    """The process `pid` if it exists and is not a zombie (it ran; nobody reaped it yet)."""
+    """The process `pid` if it exists and is not a zombie (exited, not yet reaped)."""
     try:
         proc = psutil.Process(pid)
         return None if proc.status() in NOT_RUNNING else proc
