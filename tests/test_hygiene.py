@@ -61,6 +61,30 @@ def test_an_orphan_is_adopted_reported_and_killed() -> None:
     assert result["found"][0][0] not in live_pids_running(LEAK)
 
 
+
+def test_without_a_subreaper_the_finding_names_what_it_could_not_see() -> None:
+    """Where the worker is no subreaper (macOS; here: before it asks), orphans leave its tree
+    unseen: the verdict says so instead of passing silently, and says nothing once it is."""
+    script = textwrap.dedent("""
+        import json
+        from vfcheck.checks import hygiene
+        before = hygiene.processes_finding("vfc-x", [])
+        assert hygiene.become_subreaper()
+        after = hygiene.processes_finding("vfc-x", [])
+        print(json.dumps([[f.outcome, f.message, f.details["subreaper"]] for f in (before, after)]))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=True)
+    from vfcheck.checks.hygiene import UNSEEN
+
+    before, after = json.loads(done.stdout)
+    assert before == ["passed", "env 'vfc-x': no process left running after the hooks and "
+                      f"episodes. {UNSEEN}", False]
+    assert "re-parents them away from the worker" in UNSEEN and "\n" not in before[1]
+    assert after == ["passed", "env 'vfc-x': no process left running after the hooks and "
+                     "episodes", True]
+
+
 @pytest.mark.slow
 def test_a_leaked_process_fails_hygiene_by_name_and_pid_and_is_killed(
     fixtures_dir: Path, tmp_path: Path

@@ -44,7 +44,7 @@ def start_until(args: list[str], cwd: Path, marker: str) -> tuple[subprocess.Pop
             continue
         if marker in seen[-1]:
             break
-    from vfcheck.isolation.supervisor import descendants
+    from vfcheck.isolation.processes import descendants
 
     children = descendants(proc.pid)  # the worker, its runtimes' programs
     assert children, "the check ran in a worker process: " + "".join(seen)[-2000:]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from vfcheck.episodes.wheels import dependency_problem
+from vfcheck.episodes.harness_deps import dependency_problem
 from vfcheck.options import resolve_options
 
 NO_INDEX = "the harness program could not resolve its dependencies: no package index is reachable"

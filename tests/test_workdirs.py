@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from vfcheck.isolation import workdirs
-from vfcheck.isolation.supervisor import descendants
+from vfcheck.isolation.processes import descendants
 
 
 def alive(pid: int) -> bool:
@@ -92,7 +92,7 @@ def inside_processes(root: Path) -> dict[Path, list[int]]:
 
 def program_environments(folder: Path) -> list[Path]:
     """The environments uv made for the harness program copies under `folder`."""
-    from vfcheck.episodes.wheels import uv_executable
+    from vfcheck.episodes.offline import uv_executable
 
     found = []
     for program in (folder / workdirs.PROGRAMS).glob("*.py"):

@@ -34,7 +34,7 @@ class CheckOptions:
     """A missing or unused golden trace fails (CI, once recorded)."""
     wheels: str | None = None
     """A folder of wheels the harness programs resolve their dependencies from, with no
-    package index (absolute once resolved; `vfcheck.episodes.wheels`)."""
+    package index (absolute once resolved; `vfcheck.episodes.harness_deps`)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,8 +128,8 @@ def resolve_options(
     family, a broken script or a missing wheel folder: usage errors, reported before any
     env runs."""
     from vfcheck.checks import select
+    from vfcheck.episodes.harness_deps import wheel_folder
     from vfcheck.episodes.offline import parse_env_arg
-    from vfcheck.episodes.wheels import wheel_folder
     from vfcheck.script import Script
 
     settings = pyproject_settings(start)

@@ -2,9 +2,10 @@
 
 The worker makes one `CheckContext` per env run and hands it to every registered check
 (`fn(ctx, task)`). It holds the run's options, the loaded env and tasks (the `load` check
-fills them), and the shared resources the families need, each created once and only if a
-check asks: the episode lab (runners inside `env.serving()` with the scripted model), the
-validate config, the golden book. `async with ctx:` closes the runners.
+fills them), and the shared resources the families need, each created once, by the family
+module that owns it, when a check first asks (`shared`, `memo`): the episode lab (runners
+inside `env.serving()` with the scripted model), the validate config. `async with ctx:`
+closes the runners.
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from vfcheck.findings import Finding, Outcome, TaskId
+
+T = TypeVar("T")
 
 
 class CheckContext:
@@ -40,8 +44,8 @@ class CheckContext:
         self.extras: dict[str, Any] = {}
         """Per-family state started early (e.g. `determinism.load`'s other interpreter)."""
         self._stack = contextlib.AsyncExitStack()
-        self._lab: Any = None
-        self._lab_lock = asyncio.Lock()
+        self._shared: dict[str, Any] = {}
+        self._lock = asyncio.Lock()
 
     async def __aenter__(self) -> CheckContext:
         await self._stack.__aenter__()
@@ -118,12 +122,6 @@ class CheckContext:
     # -- resources, opened on first use
 
     @functools.cached_property
-    def validate_config(self) -> Any:
-        from vfcheck.checks.validate import validate_config
-
-        return validate_config(self.env, self.timeout)
-
-    @functools.cached_property
     def golden_book(self) -> Any:
         """The env's golden folder as this run treats it (`golden` and `golden.unused`)."""
         from vfcheck.traces.golden import GoldenBook
@@ -158,15 +156,24 @@ class CheckContext:
         oracle: str | None = script.oracle_for(TaskRef(task.data.idx, str(task.key)))
         return oracle
 
-    async def lab(self) -> Any:
-        """The episode lab (`vfcheck.checks.lab.EpisodeLab`), its runners opened on the
-        first call and closed with this context."""
-        async with self._lab_lock:
-            if self._lab is None:
-                from vfcheck.checks.lab import open_lab
+    async def shared(self, key: str,
+                     opener: Callable[[CheckContext, contextlib.AsyncExitStack], Awaitable[T]]
+                     ) -> T:
+        """The run's one `key` resource (the episode lab, ...), opened by `opener` on the first
+        call, with whatever it enters on the stack closed with this context. The families
+        that share a resource own its opener; this context only holds it."""
+        async with self._lock:
+            if key not in self._shared:
+                self._shared[key] = await opener(self, self._stack)
+        value: T = self._shared[key]
+        return value
 
-                self._lab = await open_lab(self, self._stack)
-        return self._lab
+    def memo(self, key: str, make: Callable[[], T]) -> T:
+        """The run's one `key` value, made on first use (the validate config, ...)."""
+        if key not in self._shared:
+            self._shared[key] = make()
+        value: T = self._shared[key]
+        return value
 
 
 def task_id(task: Any) -> TaskId:

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from vfcheck.checks.context import CheckContext, task_id
-from vfcheck.checks.lab import env_code_errors, non_finite
+from vfcheck.checks.lab import env_code_errors, episode_lab, non_finite
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
 
@@ -28,7 +28,7 @@ def where(env_id: str, task: Any) -> str:
 async def episode(ctx: CheckContext, task: Any) -> Finding:
     from vfcheck.checks.hook_types import explain_error, probe
 
-    result = await (await ctx.lab()).first_play(task)
+    result = await (await episode_lab(ctx)).first_play(task)
     probed: list[str] = []
     # Hooks are called again only when verifiers' own error says one returned the wrong
     # type: a reward may call a judge, and a healthy episode must not pay for a probe.

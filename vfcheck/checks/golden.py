@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from vfcheck.checks.context import CheckContext, task_id
-from vfcheck.checks.lab import normalized_views
+from vfcheck.checks.lab import episode_lab, normalized_views
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
 
@@ -25,7 +25,7 @@ async def golden(ctx: CheckContext, task: Any) -> Finding:
     an env whose two plays differ is reported non-deterministic instead."""
     from vfcheck.traces.golden import golden_diff, golden_document, hide_content_hash
 
-    lab = await ctx.lab()
+    lab = await episode_lab(ctx)
     assert lab.goldens is not None, "the golden family needs a GoldenPlan"
     plan = lab.goldens
     identity, source = plan.identities[task.data.idx]

@@ -8,32 +8,39 @@ below the check worker after that is the env's.
 
 The worker makes itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`), so a process
 whose parent exits (`sh -c 'cmd &'`, a double fork) is re-parented to the worker rather
-than to init and stays in view. At the end of the run the worker reports what is left,
-then kills it, whether or not this check was selected: vfcheck never leaves it behind.
+than to init and stays in view. Elsewhere (macOS) there is no subreaper: such an orphan
+leaves the worker's tree unseen, and the finding says so. At the end of the run the worker
+reports what is left, then kills it, whether or not this check was selected: vfcheck never
+leaves it behind.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
+from vfcheck.isolation.processes import (
+    become_subreaper as become_subreaper,  # the worker asks through this module
+)
+from vfcheck.isolation.processes import cmdline, descendants, is_subreaper, kill_pids
 
 CHECK = "hygiene.processes"
 SETTLE = 3.0
 """Seconds processes get to exit on their own after the runners close (a harness program
 that got SIGTERM) before they count as leaked."""
-PR_SET_CHILD_SUBREAPER = 36
 HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
 """Python's own helper processes (started by libraries the env imports): they exit with
 the worker, so they are not leaks."""
+UNSEEN = ("Not seen: orphans (a process whose parent exited, as after `sh -c 'cmd &'` or a "
+          "double fork): this platform re-parents them away from the worker, having no child "
+          "subreaper (Linux only).")
+"""What the check cannot see where the worker could not become a subreaper."""
 
 
 @dataclass(frozen=True)
@@ -42,33 +49,8 @@ class Leftover:
     cmdline: str
 
 
-def become_subreaper() -> bool:
-    """Adopt orphaned descendants (Linux); False where the kernel does not offer it."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
-        return False
-
-
-def cmdline(pid: int) -> str | None:
-    """The process's command line, or None if it is gone or a zombie (not running)."""
-    proc = Path(f"/proc/{pid}")
-    try:
-        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        raw = (proc / "cmdline").read_bytes()
-    except (OSError, IndexError):
-        return None
-    if state in ("Z", "X"):
-        return None
-    words = raw.rstrip(b"\0").split(b"\0")
-    return " ".join(w.decode(errors="replace") for w in words) or f"[pid {pid}]"
-
-
 def leftovers(root: int) -> list[Leftover]:
     """Every live process below `root`, Python's own helpers left out."""
-    from vfcheck.isolation.supervisor import descendants
-
     found = []
     for pid in descendants(root):
         line = cmdline(pid)
@@ -90,8 +72,6 @@ async def settled_leftovers(root: int, settle: float = SETTLE) -> list[Leftover]
 
 def stop(found: list[Leftover]) -> None:
     """Kill the leftovers and reap those that are the worker's children."""
-    from vfcheck.isolation.supervisor import kill_pids
-
     kill_pids([p.pid for p in found])
     for p in found:
         with contextlib.suppress(ChildProcessError, OSError):
@@ -99,12 +79,17 @@ def stop(found: list[Leftover]) -> None:
 
 
 def processes_finding(env_id: str, found: list[Leftover]) -> Finding:
+    """The verdict on `found`; it names the blind spot when this process is no subreaper."""
     spec = spec_of(CHECK)
     where = f"env {env_id!r}"
-    details = {"leftovers": [{"pid": p.pid, "cmdline": p.cmdline} for p in found]}
+    subreaper = is_subreaper()
+    unseen = "" if subreaper else f" {UNSEEN}"
+    details = {"leftovers": [{"pid": p.pid, "cmdline": p.cmdline} for p in found],
+               "subreaper": subreaper}
     if not found:
         return Finding(CHECK, spec.family, None, "passed",
-                       f"{where}: no process left running after the hooks and episodes", details)
+                       f"{where}: no process left running after the hooks and episodes"
+                       f"{'.' if unseen else ''}{unseen}", details)
     by_line: dict[str, list[int]] = {}
     for p in found:
         by_line.setdefault(p.cmdline, []).append(p.pid)
@@ -116,7 +101,7 @@ def processes_finding(env_id: str, found: list[Leftover]) -> Finding:
         CHECK, spec.family, None, "failed",
         f"{where}: {CHECK} failed — {len(found)} process(es) started by env code were still "
         f"running after every hook and episode had finished (vfcheck killed them): {listed}. "
-        f"Contract: {spec.contract}.", details,
+        f"Contract: {spec.contract}.{unseen}", details,
     )
 
 
@@ -125,9 +110,10 @@ def processes_finding(env_id: str, found: list[Leftover]) -> Finding:
     extra_seconds=SETTLE, blocked_by_setup=False,
     contract="env code leaves no process running after its hooks and episodes finish",
     fails_when="once every check is done and verifiers has closed its runners, a process still "
-    "runs below the check worker (a child of env code, or an orphan the worker adopted as "
-    "subreaper); the message names each command line and pid, and vfcheck kills them (whether or "
-    "not the check was selected)",
+    "runs below the check worker (a child of env code, or an orphan the worker adopted as child "
+    "subreaper, Linux only: elsewhere orphans are out of sight and the message says so); the "
+    "message names each command line and pid, and vfcheck kills them (whether or not the check "
+    "was selected)",
     why="a hook that starts a process and never reaps it leaks one per task and episode",
 )
 async def processes(ctx: CheckContext, _: Any) -> Finding:

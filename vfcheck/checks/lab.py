@@ -164,6 +164,11 @@ class EpisodeLab:
                                         settle=CANCEL_SETTLE)
 
 
+async def episode_lab(ctx: CheckContext) -> EpisodeLab:
+    """The env run's episode lab, shared by every episode-playing check."""
+    return await ctx.shared("episode_lab", open_lab)
+
+
 async def open_lab(ctx: CheckContext, stack: contextlib.AsyncExitStack) -> EpisodeLab:
     """The lab of `ctx`'s env: its runner (and, on first use, the short-agent-timeout runner
     of the `preview` hang) entered on `stack`, the scripted model routed per episode."""

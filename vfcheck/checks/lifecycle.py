@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
+from vfcheck.checks.lab import episode_lab
 from vfcheck.checks.registry import check
 from vfcheck.episodes.recorder import STAGES, NotifyEvent, stage_times
 from vfcheck.findings import Finding, Outcome
@@ -349,7 +350,7 @@ def _preview(log: _Log, trace: Any) -> Iterator[Violation]:
     why="dashboards, trainers and resume read traces through these notifies",
 )
 async def lifecycle(ctx: CheckContext, task: Any) -> Finding:
-    return lifecycle_finding(ctx, task, await (await ctx.lab()).first_play(task))
+    return lifecycle_finding(ctx, task, await (await episode_lab(ctx)).first_play(task))
 
 
 def lifecycle_finding(ctx: CheckContext, task: Any, result: Any) -> Finding:

@@ -22,6 +22,7 @@ from typing import Any
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
+from vfcheck.isolation.processes import WORKER_HASH_SEED
 
 LOAD_TIMEOUT = 60.0
 """Seconds `load()` may take at least (the per-check timeout when that is longer): loading
@@ -120,8 +121,6 @@ def task_hashes(tasks: list[Any]) -> list[str]:
     return [str(t.hash) for t in tasks]
 
 
-WORKER_HASH_SEED = 1
-"""The check worker's own PYTHONHASHSEED (the supervisor sets it): its load is one of the two."""
 FRESH_HASH_SEED = 2
 """The other load's, in a fresh interpreter started with the worker (the two imports overlap)."""
 

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
-from vfcheck.checks.lab import blocked_before_model
+from vfcheck.checks.lab import blocked_before_model, episode_lab
 from vfcheck.checks.registry import check
 from vfcheck.findings import Finding
 
@@ -22,7 +22,7 @@ from vfcheck.findings import Finding
 async def preview(ctx: CheckContext, task: Any) -> Finding:
     from vfcheck.model import Reply, fixed
 
-    lab = await ctx.lab()
+    lab = await episode_lab(ctx)
     problems: list[str] = []
     scenarios: dict[str, Any] = {}
     # the three scenarios are independent episodes: played at once, the preview check

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from vfcheck.checks.context import CheckContext
     from vfcheck.findings import Finding
 
 Scope = Literal["env", "task", "sample"]
@@ -28,8 +27,9 @@ Phase = Literal["load", "run", "after"]
 `after`: once every `run` check is done and verifiers has closed its runners."""
 Unit = tuple[str, int | None]
 """A check on a task (`("gold", 1)`), or on the env (`("load", None)`)."""
-CheckFn = Callable[["CheckContext", Any], Awaitable["Finding"]]
-"""`fn(ctx, task)`: `task` is the verifiers Task, or None for an env-scoped check."""
+CheckFn = Callable[[Any, Any], Awaitable["Finding"]]
+"""`fn(ctx, task)`: `ctx` is the run's `vfcheck.checks.context.CheckContext`, `task` the
+verifiers Task, or None for an env-scoped check."""
 
 DEADLINE_SLACK = 10.0
 """Seconds added to every unit's deadline (process scheduling, a loaded CI machine)."""
@@ -57,7 +57,7 @@ class CheckSpec:
     blocked_by_setup: bool = True
     """A task-bound check that is skipped as blocked when the task's `setup` failed
     (verifiers runs `Task.setup` before every check and episode: same cause)."""
-    prepare: Callable[[CheckContext], None] | None = field(default=None, compare=False,
+    prepare: Callable[[Any], None] | None = field(default=None, compare=False,
                                                           repr=False)
     """Called when the worker starts, before `load`, for a check this run will run: work
     that overlaps the env's load (`determinism.load` starts its other interpreter)."""
@@ -66,7 +66,7 @@ class CheckSpec:
         return (self.budget * max(timeout, self.min_timeout) + self.extra_seconds
                 + DEADLINE_SLACK)
 
-    async def run(self, ctx: CheckContext, task: Any) -> Finding:
+    async def run(self, ctx: Any, task: Any) -> Finding:
         assert self.fn is not None, f"check {self.id!r} has no function"
         return await self.fn(ctx, task)
 
@@ -133,7 +133,7 @@ REGISTRY = Registry()
 def check(check_id: str, *, family: str, scope: Scope, contract: str, fails_when: str,
           why: str, phase: Phase = "run", budget: float = 2.0, min_timeout: float = 0.0,
           extra_seconds: float = 0.0, blocked_by_setup: bool = True,
-          prepare: Callable[[CheckContext], None] | None = None,
+          prepare: Callable[[Any], None] | None = None,
           ) -> Callable[[CheckFn], CheckFn]:
     """Register the decorated `async def fn(ctx, task) -> Finding` as check `check_id`."""
 

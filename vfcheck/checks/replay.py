@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
-from vfcheck.checks.lab import normalized_views
+from vfcheck.checks.lab import episode_lab, normalized_views
 from vfcheck.checks.registry import check
 from vfcheck.findings import Finding
 
@@ -20,7 +20,7 @@ from vfcheck.findings import Finding
 async def replay(ctx: CheckContext, task: Any) -> Finding:
     from vfcheck.traces.normalize import trace_diff
 
-    a, b = (normalized_views(r) for r in await (await ctx.lab()).both_plays(task))
+    a, b = (normalized_views(r) for r in await (await episode_lab(ctx)).both_plays(task))
     if len(a) != len(b):
         return ctx.finding("determinism.replay", task, "failed",
                         f"the two plays minted {len(a)} and {len(b)} trace(s)")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
-from vfcheck.checks.lab import env_code_errors, non_finite
+from vfcheck.checks.lab import env_code_errors, episode_lab, non_finite
 from vfcheck.checks.registry import check
 from vfcheck.findings import Finding
 
@@ -24,7 +24,7 @@ from vfcheck.findings import Finding
 async def robustness(ctx: CheckContext, task: Any) -> Finding:
     from vfcheck.model import HARNESS_BUILTIN_TOOLS, Reply, fixed
 
-    lab = await ctx.lab()
+    lab = await episode_lab(ctx)
 
     def bad_tool_call(request: Any) -> Any:
         if request.turn > 0:

@@ -133,6 +133,11 @@ async def name_scoring_hooks(task: Any, row: dict[str, Any]) -> list[str]:
     return [f"{p}, on an untouched trace" for p in found]
 
 
+def run_config(ctx: CheckContext) -> Any:
+    """The run's one validate config (the three checks share it)."""
+    return ctx.memo("validate_config", lambda: validate_config(ctx.env, ctx.timeout))
+
+
 @check(
     "setup", family="setup", scope="task", budget=1.5, blocked_by_setup=False,
     contract="Task.setup completes in a fresh runtime within the timeout",
@@ -140,7 +145,7 @@ async def name_scoring_hooks(task: Any, row: dict[str, Any]) -> list[str]:
     why="a task whose setup fails can never be rolled out",
 )
 async def setup(ctx: CheckContext, task: Any) -> Finding:
-    return await check_task(ctx.env_id, task, "setup", ctx.validate_config)
+    return await check_task(ctx.env_id, task, "setup", run_config(ctx))
 
 
 @check(
@@ -151,7 +156,7 @@ async def setup(ctx: CheckContext, task: Any) -> Finding:
     why="a task its own reference cannot solve trains on noise",
 )
 async def gold(ctx: CheckContext, task: Any) -> Finding:
-    return await check_task(ctx.env_id, task, "gold", ctx.validate_config)
+    return await check_task(ctx.env_id, task, "gold", run_config(ctx))
 
 
 @check(
@@ -162,4 +167,4 @@ async def gold(ctx: CheckContext, task: Any) -> Finding:
     why="a task that passes with no work rewards doing nothing",
 )
 async def noop(ctx: CheckContext, task: Any) -> Finding:
-    return await check_task(ctx.env_id, task, "noop", ctx.validate_config)
+    return await check_task(ctx.env_id, task, "noop", run_config(ctx))

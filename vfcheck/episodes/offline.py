@@ -12,10 +12,13 @@ Nothing here imports verifiers at module import; the functions that need it impo
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from vfcheck.episodes.harness_deps import use_wheels
 
 OFFLINE_ENV: dict[str, str] = {
     # Nothing may reach a model hub; a `load()` that tries fails fast instead of hanging.
@@ -50,14 +53,22 @@ def uv_bin_dir() -> Path | None:
         return None
 
 
+def uv_executable() -> str:
+    """The uv that runs the harness programs (`uv_bin_dir`, else PATH's); FileNotFoundError
+    if there is none."""
+    folder = uv_bin_dir()
+    found = str(folder / "uv") if folder is not None else shutil.which("uv")
+    if found is None:
+        raise FileNotFoundError("no uv found (vfcheck installs it: pip install uv)")
+    return found
+
+
 def prepare_process_env(extra_paths: Sequence[str] = (), *, wheels: str | None = None) -> None:
     """Set the offline flags, put uv on PATH, and put `extra_paths` (env folders) on
     both `sys.path` and `PYTHONPATH` (harness programs and tool servers are other
     processes that import the env module too); with `wheels`, harness programs resolve
-    their dependencies from that folder alone (`vfcheck.episodes.wheels`). Idempotent."""
+    their dependencies from that folder alone (`vfcheck.episodes.harness_deps`). Idempotent."""
     if wheels:
-        from vfcheck.episodes.wheels import use_wheels
-
         use_wheels(wheels)
     for key, value in OFFLINE_ENV.items():
         os.environ.setdefault(key, value)

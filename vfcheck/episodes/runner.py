@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from vfcheck.episodes.harness_deps import HarnessDependencyError, dependency_problem
 from vfcheck.episodes.offline import MOCK_API_KEY_VAR, offline_env_config, prepare_process_env
 from vfcheck.episodes.recorder import TraceLog, TraceRecorder
-from vfcheck.episodes.wheels import HarnessDependencyError, dependency_problem
 
 HarnessTier = Literal["env", "fast"]
 MOCK_BASE_URL = "http://vfcheck-mock.invalid/v1"

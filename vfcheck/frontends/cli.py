@@ -135,9 +135,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+    from vfcheck.episodes.harness_deps import wheel_folder
     from vfcheck.episodes.runner import EnvLoadError, EpisodeResult, run_episodes
-    from vfcheck.episodes.wheels import wheel_folder
-    from vfcheck.frontends.report import episode_table
+    from vfcheck.frontends.run_report import episode_table
     from vfcheck.isolation.workdirs import owned
     from vfcheck.script import ScriptError
 
@@ -366,7 +366,7 @@ def cmd_wheels(args: argparse.Namespace) -> int:
     of the named envs' harness programs, for this interpreter, proven to resolve offline."""
     from vfcheck.episodes.offline import prepare_process_env
     from vfcheck.episodes.runner import EnvLoadError
-    from vfcheck.episodes.wheels import WheelsError, fill, programs_of
+    from vfcheck.episodes.wheels_command import WheelsError, fill, programs_of
 
     try:
         env_args = _env_args(args.env_arg)

@@ -5,41 +5,17 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.table import Table
 
 from vfcheck.findings import EnvReport, Finding
 
-if TYPE_CHECKING:
-    from vfcheck.episodes.runner import RunSummary
 
-
-def _cell(text: str, limit: int = 80) -> str:
+def table_cell(text: str, limit: int = 80) -> str:
+    """`text` on one line, cut at `limit` characters: a rich table cell."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def episode_table(summary: RunSummary) -> Table:
-    """One row per episode: task, rollout, reward, stop condition, errors."""
-    table = Table(title=f"{summary.env_id}: {len(summary.results)} episode(s)")
-    for column in ("task", "key", "rollout", "reward", "stop", "time", "errors"):
-        table.add_column(column, overflow="fold")
-    for r in summary.results:
-        traces = r.traces
-        reward = r.reward
-        errors = r.errors()
-        table.add_row(
-            str(r.task.index),
-            _cell(r.task.key, 32),
-            str(r.rollout),
-            "-" if reward is None else f"{reward:g}",
-            ", ".join(str(t.stop_condition) for t in traces) or "-",
-            f"{r.duration:.2f}s",
-            _cell("; ".join(errors)) if errors else "",
-            style="red" if errors else None,
-        )
-    return table
 
 
 def node_name(finding: Finding) -> str:
@@ -67,9 +43,9 @@ def findings_table(env: EnvReport) -> Table:
     table.add_column("outcome", no_wrap=True)
     table.add_column("message", overflow="fold")
     for f in env.findings:
-        task = "-" if f.task is None else f"{f.task.index} {_cell(f.task.key, 24)}"
+        task = "-" if f.task is None else f"{f.task.index} {table_cell(f.task.key, 24)}"
         table.add_row(f.check, task, f"[{OUTCOME_STYLE[f.outcome]}]{f.outcome}[/]",
-                      _cell(short_message(f), 90))
+                      table_cell(short_message(f), 90))
     return table
 
 

@@ -13,11 +13,9 @@ Nothing here imports verifiers: the front ends stay light.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -26,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from vfcheck.checks import BY_ID, REGISTRY
-from vfcheck.checks.load import WORKER_HASH_SEED
 from vfcheck.findings import EnvReport, Finding, TaskId
 from vfcheck.isolation.events import EventLog, Unit, append_event
+from vfcheck.isolation.processes import WORKER_HASH_SEED, kill_tree
 from vfcheck.options import CheckOptions
 
 GRACE = 5.0
@@ -52,41 +50,6 @@ def event_file(run_dir: Path, env_id: str, options: CheckOptions) -> Path:
     ).hexdigest()[:10]
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in env_id)
     return run_dir / f"{safe}-{digest}.jsonl"
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (Linux /proc), children first found first."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def kill_pids(pids: list[int]) -> None:
-    """SIGKILL each of `pids` (one already gone, or not ours, is skipped)."""
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def kill_tree(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the worker and everything it started (harness programs, tool servers,
-    which verifiers starts in sessions of their own, so a process-group kill misses them)."""
-    kill_pids([*descendants(proc.pid), proc.pid])
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=10)
 
 
 def expected_units(plan: dict[str, Any], families: list[str] | None) -> list[Unit]:

@@ -16,7 +16,7 @@ script's path, so the per-pid program copies get environments of their own in uv
 they go with the dir. The dir goes on normal exit and on SIGINT/SIGTERM. Every `owned()`,
 and every front end at its end (the supervisor SIGKILLs workers), first sweeps dirs whose
 owner is dead: processes still running from inside one (cwd, an argument, or
-`VFCHECK_WORKDIR` under it; Linux `/proc`) are killed, then the dir is removed.
+`VFCHECK_WORKDIR` under it) are killed, then the dir is removed.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+
+from vfcheck.isolation.processes import kill_pids, running_inside, start_time
 
 ROOT_NAME = "vfcheck-work"
 OWNER_FILE = ".vfcheck-owner.json"
@@ -55,28 +57,11 @@ def root() -> Path:
 class Owner:
     pid: int
     start: str | None
-    """The pid's start time (`/proc/<pid>/stat` field 22): a reused pid is not the owner."""
+    """The pid's start time (`processes.start_time`): a reused pid is not the owner."""
     uv_cache_dir: str | None = None
 
 
-def start_time(pid: int) -> str | None:
-    """When `pid` started, in clock ticks since boot; None if it is gone or a zombie."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return None if fields[0] in ("Z", "X") else fields[19]
-
-
 def alive(owner: Owner) -> bool:
-    if not Path("/proc").is_dir():  # no /proc (macOS): the pid alone
-        try:
-            os.kill(owner.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
     now = start_time(owner.pid)
     return now is not None and (owner.start is None or now == owner.start)
 
@@ -92,55 +77,16 @@ def owner_of(folder: Path) -> Owner | None:
         return Owner(int(folder.name), None)  # still being made, or the marker is lost
 
 
-def _ancestors() -> set[int]:
-    found, pid = set(), os.getpid()
-    while pid > 1:
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            break
-        found.add(pid)
-    return found
-
-
 def processes_inside(folder: Path) -> list[int]:
     """Processes running from inside `folder`: cwd under it, an argument naming a path under
     it, or `VFCHECK_WORKDIR` set to it. Never this process or its ancestors."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return []
-    spared = {os.getpid(), *_ancestors()}
-    needle = str(folder)
-    marker = f"{DIR_VAR}={needle}".encode()
-
-    def under(text: str) -> bool:
-        return text == needle or f"{needle}/" in text or text.startswith(f"{needle} ")
-
-    found = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) in spared:
-            continue
-        with contextlib.suppress(OSError):
-            if under(os.readlink(entry / "cwd")):
-                found.append(int(entry.name))
-                continue
-        with contextlib.suppress(OSError):
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-            if any(under(a.decode(errors="replace")) for a in args):
-                found.append(int(entry.name))
-                continue
-        with contextlib.suppress(OSError):
-            if marker in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-    return found
+    return running_inside(folder, DIR_VAR)
 
 
 def kill_inside(folder: Path) -> list[int]:
     """SIGKILL every process running from inside `folder`; wait (bounded) until gone."""
     pids = processes_inside(folder)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    kill_pids(pids)
     deadline = time.monotonic() + KILL_WAIT
     while time.monotonic() < deadline and any(start_time(p) is not None for p in pids):
         time.sleep(0.05)
@@ -159,11 +105,11 @@ def _remove_program_environments(folder: Path, owner: Owner | None) -> None:
     programs = sorted((folder / PROGRAMS).glob("*.py"))
     if not programs:
         return
-    from vfcheck.episodes.wheels import WheelsError, uv_executable
+    from vfcheck.episodes.offline import uv_executable
 
     try:
         uv = uv_executable()
-    except WheelsError:
+    except FileNotFoundError:
         return
     env = dict(os.environ)
     if owner is not None and owner.uv_cache_dir:

@@ -23,6 +23,7 @@ from typing import Any
 
 from vfcheck.checks import REGISTRY
 from vfcheck.checks.context import CheckContext, task_id
+from vfcheck.checks.lab import episode_lab
 from vfcheck.checks.registry import CheckSpec, Unit
 from vfcheck.episodes.offline import prepare_process_env
 from vfcheck.findings import Finding
@@ -83,7 +84,7 @@ class Worker:
                 tiers=[{"role": r.role, "tier": r.tier, "harness": r.harness,
                         "reason": r.reason} for r in ctx.tiers],
             )
-            await ctx.lab()  # the mock answers model (and judge) calls of every check
+            await episode_lab(ctx)  # the mock answers model (and judge) calls of every check
             await self.run_units(self.units("run"))
         for unit in self.units("after"):  # verifiers has closed its runners
             await self.run_unit(REGISTRY[unit[0]], None)
