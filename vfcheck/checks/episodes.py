@@ -1,10 +1,10 @@
 """The episode-playing families: `episode`, `lifecycle`, `preview`, `robustness`,
 `determinism.replay`. They run on a sample of tasks, against the scripted model.
 
-One `EpisodeLab` holds the env runner(s) and a policy router: each episode the lab plays
-gets its own policy (the default script, or a fault), assigned to its trace id at mint
-(`on_trace` fires before the first model request), so fault episodes run concurrently with
-happy ones on the same mock.
+One `EpisodeLab` holds the env runner(s) and a policy router (`vfcheck.model.PolicyRouter`):
+each episode the lab plays gets its own policy (the default script, or a fault), assigned to
+its trace id at mint (`on_trace` fires before the first model request), so fault episodes
+run concurrently with happy ones on the same mock.
 """
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ import asyncio
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from vfcheck.checks import BY_ID
 from vfcheck.findings import Finding, Outcome, TaskId
+from vfcheck.model import HARNESS_BUILTIN_TOOLS, PolicyRouter
 
 ENV_CODE_ERRORS = frozenset({"TaskError", "EnvError", "ToolsetError"})
 """Errors verifiers records at the boundaries of env-authored code (`verifiers/v1/errors.py`)."""
 AGENT_TIMEOUT = 2.0
 """The agent deadline of the `preview` hang scenario, seconds."""
-HARNESS_BUILTINS = frozenset({"bash", "edit", "search"})
 CANCEL_SETTLE = 5.0
 """Seconds a cancelled episode's previews get to be abandoned before `preview` judges."""
 EPISODES_AT_ONCE = 4
@@ -34,18 +34,6 @@ FAST_EPISODES_AT_ONCE = 16
 """The same when every role plays on the fast tier: in-process episodes cost ~0.07 s of CPU
 each and spend most of their time waiting (the harness's retry backoff after a fault, the
 agent timeout), so a narrow gate would only queue the waits."""
-
-
-@dataclass
-class PolicyRouter:
-    """The mock's policy: per trace id an assigned policy, else `base`."""
-
-    base: Callable[[Any], Any] | None = None
-    assigned: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
-
-    def __call__(self, request: Any) -> Any:
-        policy = self.assigned.get(request.session_id or "", self.base)
-        return None if policy is None else policy(request)
 
 
 @dataclass
@@ -407,7 +395,7 @@ class EpisodeLab:
             if request.turn > 0:
                 return None
             offered = [t.get("function", {}).get("name") for t in request.tools]
-            names = [n for n in offered if n and n not in HARNESS_BUILTINS]
+            names = [n for n in offered if n and n not in HARNESS_BUILTIN_TOOLS]
             return Reply.tool(names[0] if names else "vfcheck_probe", "{bad json")
 
         faults: dict[str, Callable[[Any], Any]] = {

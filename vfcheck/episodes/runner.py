@@ -24,11 +24,9 @@ from typing import Any, Literal
 from vfcheck.episodes.offline import MOCK_API_KEY_VAR, offline_env_config, prepare_process_env
 from vfcheck.episodes.recorder import TraceLog, TraceRecorder
 from vfcheck.episodes.wheels import HarnessDependencyError, dependency_problem
+from vfcheck.model import DEFAULT_BASE_URL, DEFAULT_MODEL_ID, ScriptedModel, TaskRef
 
 HarnessTier = Literal["env", "fast"]
-MOCK_BASE_URL = "http://vfcheck-mock.invalid/v1"
-"""Unresolvable on purpose: only the in-process mock can answer it."""
-MOCK_MODEL = "vfcheck-scripted"
 BUILTIN_CHAT_HARNESSES = frozenset({"null", "bash"})
 HARNESS_ID = "vfcheck-chat"
 """The fast tier's harness id (module `vfcheck_chat`, implementation
@@ -280,15 +278,13 @@ class EnvRunner:
         mock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         if base_url is None:
             if model is None:
-                from vfcheck.model import ScriptedModel
-
                 model = ScriptedModel()
             ctx = vf.ModelContext(
-                model=model_name or MOCK_MODEL,
-                client=vf.EvalClientConfig(base_url=MOCK_BASE_URL, api_key_var=MOCK_API_KEY_VAR),
+                model=model_name or DEFAULT_MODEL_ID,
+                client=vf.EvalClientConfig(base_url=DEFAULT_BASE_URL, api_key_var=MOCK_API_KEY_VAR),
             )
             if start_mock:
-                mock = model.mock(MOCK_BASE_URL)
+                mock = model.mock(DEFAULT_BASE_URL)
         else:
             model = None
             ctx = vf.ModelContext(
@@ -311,8 +307,6 @@ class EnvRunner:
         recorded as the runner's error; the traces minted so far stay in `logs`. Raises
         `HarnessDependencyError` (carrying the result) when the harness program could not
         resolve its dependencies: vfcheck's environment failed, not the env."""
-        from vfcheck.model import TaskRef
-
         info = task_info(task)
         ref = TaskRef(index=info.index, key=info.key)
 

@@ -151,7 +151,7 @@ class Worker:
         import verifiers
 
         from vfcheck.episodes.runner import EnvRunner
-        from vfcheck.model import ScriptedModel
+        from vfcheck.model import PolicyRouter, ScriptedModel
 
         self.emit("ready", verifiers=verifiers.__version__, python=sys.version.split()[0])
         loaded = await self.load()
@@ -177,7 +177,6 @@ class Worker:
             EPISODES_AT_ONCE,
             FAST_EPISODES_AT_ONCE,
             EpisodeLab,
-            PolicyRouter,
         )
 
         router = PolicyRouter(base=self.base_policy())

@@ -258,9 +258,8 @@ async def scenario_findings(env_id: str, paths: Sequence[Path],
 
 async def _play_all(env_id: str, paths: Sequence[Path], lifecycle: bool,
                     preview: bool) -> list[Finding]:
-    from vfcheck.checks.episodes import PolicyRouter
     from vfcheck.episodes.runner import EnvRunner, load_tasks
-    from vfcheck.model import Reply, ScriptedModel, fixed
+    from vfcheck.model import PolicyRouter, Reply, ScriptedModel, fixed
 
     router = PolicyRouter()
     model = ScriptedModel(router)
