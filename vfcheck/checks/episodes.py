@@ -18,7 +18,7 @@ from typing import Any
 
 from vfcheck.checks import BY_ID
 from vfcheck.findings import Finding, Outcome, TaskId
-from vfcheck.model import HARNESS_BUILTIN_TOOLS, PolicyRouter
+from vfcheck.model import HARNESS_BUILTIN_TOOLS, Policy, PolicyRouter, Reply, agent_only, fixed
 
 ENV_CODE_ERRORS = frozenset({"TaskError", "EnvError", "ToolsetError"})
 """Errors verifiers records at the boundaries of env-authored code (`verifiers/v1/errors.py`)."""
@@ -45,6 +45,12 @@ class GoldenPlan:
     """A `vfcheck.traces.golden.GoldenBook`."""
     identities: dict[int, tuple[str, str]]
     header: dict[str, Any]
+
+
+def agent_fault(reply: Reply) -> Policy:
+    """`reply` to every agent turn of an episode; its judge calls keep the default verdict,
+    since a fault meant for the agent must not also break the judge that scores it."""
+    return agent_only(fixed(reply))
 
 
 def normalized_views(result: Any) -> list[dict[str, Any]]:
@@ -309,14 +315,12 @@ class EpisodeLab:
                         **details)
 
     async def preview(self, task: Any) -> Finding:
-        from vfcheck.model import Reply, fixed
-
         problems: list[str] = []
         scenarios: dict[str, Any] = {}
         # the three scenarios are independent episodes: played at once, the preview check
         # costs the longest of them (the agent timeout), not their sum
         failed, hung, (cancelled, seen_preview) = await asyncio.gather(
-            self.play(task, fixed(Reply.fault("status", status=500))),
+            self.play(task, agent_fault(Reply.fault("status", status=500))),
             self.play_hang(task),
             self.cancel_mid_request(task),
         )
@@ -370,16 +374,13 @@ class EpisodeLab:
     async def play_hang(self, task: Any) -> Any:
         """Play against a model that never answers, on the runner whose roles have the short
         agent timeout (`AGENT_TIMEOUT`)."""
-        from vfcheck.model import Reply, fixed
-
-        return await self.play(task, fixed(Reply.fault("hang")), await self.timeout_runner())
+        return await self.play(task, agent_fault(Reply.fault("hang")), await self.timeout_runner())
 
     async def cancel_mid_request(self, task: Any) -> tuple[list[Any], bool]:
         """Play with a hanging model, cancel once a request is previewed; the traces."""
         from vfcheck.episodes.runner import play_cancelled
-        from vfcheck.model import Reply, fixed
 
-        hang = fixed(Reply.fault("hang"))
+        hang = agent_fault(Reply.fault("hang"))
 
         def assign(trace: Any) -> None:
             self.router.assigned[trace.id] = hang
@@ -389,8 +390,6 @@ class EpisodeLab:
                                         settle=CANCEL_SETTLE)
 
     async def robustness(self, task: Any) -> Finding:
-        from vfcheck.model import Reply, fixed
-
         def bad_tool_call(request: Any) -> Any:
             if request.turn > 0:
                 return None
@@ -399,12 +398,12 @@ class EpisodeLab:
             return Reply.tool(names[0] if names else "vfcheck_probe", "{bad json")
 
         faults: dict[str, Callable[[Any], Any]] = {
-            "empty reply": fixed(Reply.fault("empty")),
-            "whitespace reply": fixed(Reply.text(" \n\t ")),
-            "100 kB reply": fixed(Reply.fault("huge")),
-            "malformed body": fixed(Reply.fault("malformed")),
-            "cut stream": fixed(Reply.fault("cut")),
-            "invalid tool-call JSON": bad_tool_call,
+            "empty reply": agent_fault(Reply.fault("empty")),
+            "whitespace reply": agent_fault(Reply.text(" \n\t ")),
+            "100 kB reply": agent_fault(Reply.fault("huge")),
+            "malformed body": agent_fault(Reply.fault("malformed")),
+            "cut stream": agent_fault(Reply.fault("cut")),
+            "invalid tool-call JSON": agent_only(bad_tool_call),
         }
         names = list(faults)
         results = await asyncio.gather(*(self.play(task, faults[n]) for n in names))

@@ -1,7 +1,9 @@
 """Policies: what the scripted model answers, as small composable functions.
 
 A policy is `Callable[[ModelRequest], Reply | None]`; None means "no opinion, ask the next
-one" (`first_of`). `PolicyRouter` gives each episode its own policy on one shared model.
+one" (`first_of`). A policy sees agent turns and judge calls alike (`request.kind`), so a
+`fixed` reply answers both; `agent_only` and `judge_only` narrow one down. `PolicyRouter`
+gives each episode its own policy on one shared model.
 """
 
 from __future__ import annotations
@@ -52,6 +54,17 @@ def first_of(*policies: Policy) -> Policy:
         return None
 
     return policy
+
+
+def agent_only(policy: Policy) -> Policy:
+    """`policy` for agent turns; no opinion on judge calls (a fault meant for the agent must
+    not also break the judge that scores it)."""
+    return lambda request: policy(request) if request.kind == "agent" else None
+
+
+def judge_only(policy: Policy) -> Policy:
+    """`policy` for judge calls; no opinion on agent turns."""
+    return lambda request: policy(request) if request.kind == "judge" else None
 
 
 def per_task(mapping: Mapping[int | str, Policy]) -> Policy:
@@ -124,12 +137,22 @@ class PolicyRouter:
 
     The episode checks assign a policy (the default script, or a fault) to each trace id at
     mint (`on_trace` fires before the first model request), so fault episodes run
-    concurrently with happy ones on the same mock.
+    concurrently with happy ones on the same mock. A judge call has no trace id of its own:
+    the policy assigned to any trace of its episode applies.
     """
 
     base: Policy | None = None
     assigned: dict[str, Policy] = field(default_factory=dict)
 
     def __call__(self, request: ModelRequest) -> Reply | None:
-        policy = self.assigned.get(request.session_id or "", self.base)
+        policy = self.policy_for(request)
         return None if policy is None else policy(request)
+
+    def policy_for(self, request: ModelRequest) -> Policy | None:
+        if request.session_id is not None:
+            return self.assigned.get(request.session_id, self.base)
+        if request.episode is not None:
+            for trace_id in request.episode.trace_ids:
+                if trace_id in self.assigned:
+                    return self.assigned[trace_id]
+        return self.base

@@ -33,10 +33,11 @@ class ScriptedModel(ScriptedModelCore):
     """An OpenAI-compatible model whose answers come from a policy, with a request log,
     reachable in-process (`mock`) or over HTTP on loopback (`serve`).
 
-    `policy` None is the built-in default, `tool_policy(then=default_reply(seed), seed)`;
-    a given policy that has no opinion (returns None) falls through to that default. The
-    task of a request comes from its `X-Session-ID` header: a session `bind`-ed by the runner
-    (from `on_trace`), else `task_of(session_id)`.
+    `policy` None is the built-in default: the positive verdict for judge calls, then
+    `tool_policy(then=default_reply(seed), seed)`; a given policy that has no opinion
+    (returns None) falls through to that default. The task of an agent turn comes from its
+    `X-Session-ID` header: a session `bind`-ed by the runner (from `on_trace`), else
+    `task_of(session_id)`; a judge call's from the `episode_scope` it was made in.
     """
 
     # -- transport 1: respx, in-process
@@ -75,7 +76,10 @@ class ScriptedModel(ScriptedModelCore):
 
     @asynccontextmanager
     async def serve(self, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
-        """Serve the model over HTTP on a loopback address; yields `http://HOST:PORT/v1`."""
+        """Serve the model over HTTP on a loopback address; yields `http://HOST:PORT/v1`.
+
+        A judge call reaching it is a judge call of no episode: the server's tasks do not
+        run in the caller's `episode_scope` (the respx mock's side effect does)."""
         address = _loopback_address(host)
         family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)

@@ -1,8 +1,10 @@
-"""The scripted model's vocabulary: requests, replies, faults, and what a policy is.
+"""The scripted model's vocabulary: requests, replies, faults, verdicts, what a policy is.
 
 Plain data, no transport: a policy (`Callable[[ModelRequest], Reply | None]`) reads a
 `ModelRequest` and answers a `Reply` (or None, "no opinion"); the core records each answer
-as a `RequestRecord` and hands the transports a `WireResponse`.
+as a `RequestRecord` and hands the transports a `WireResponse`. A request is an agent turn
+(it carries verifiers' `X-Session-ID`) or a judge call (env code calling a judge while it
+scores an episode: no session header), attributed to an `EpisodeRef`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ SESSION_ID_HEADER = "X-Session-ID"
 """verifiers' per-rollout header on every upstream request: the trace id (clients/client.py)."""
 
 HUGE_REPLY_CHARS = 100_000
+
+RequestKind: TypeAlias = Literal["agent", "judge"]
+"""`agent`: a turn of an episode's agent (it has `X-Session-ID`); `judge`: a judge call."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,31 @@ class Fault(StrEnum):
     """Never answers: awaits forever, so only cancellation (a timeout) ends the request."""
 
 
+class Verdict(StrEnum):
+    """What a judge's reply says, as a `Reply.verdict(...)`; the labels come from the
+    judge's prompt (`vfcheck.model.judges`)."""
+
+    POSITIVE = "positive"
+    """The judge's positive label ("yes", "correct", "A", the best rubric choice)."""
+    NEGATIVE = "negative"
+    """The judge's negative label ("no", "incorrect", "B", the worst rubric choice)."""
+    GARBAGE = "garbage"
+    """A reply matching neither label ("I cannot decide."); for a structured-output judge,
+    a JSON object that is not valid for its schema."""
+
+
+@dataclass(frozen=True, eq=False)
+class EpisodeRef:
+    """One play of a task: the judge calls made while it is scored belong to it.
+
+    The runner opens one per play (`episode_scope`) and appends each trace id verifiers
+    mints for it (`on_trace`); compared by identity, so two plays of one task differ.
+    """
+
+    task: TaskRef
+    trace_ids: list[str] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """One tool call of a reply. `arguments` is the JSON text sent on the wire, as-is, so a
@@ -58,11 +88,12 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Reply:
-    """What the model answers to one request: text and/or tool calls, or a fault.
+    """What the model answers to one request: text and/or tool calls, a fault, or a verdict.
 
-    Build it with `Reply.text`, `Reply.tool` or `Reply.fault`. `fault_kind` is None for a
-    normal reply; `status` and `message` matter for `Fault.STATUS` only, `size` for
-    `Fault.HUGE` only.
+    Build it with `Reply.text`, `Reply.tool`, `Reply.fault` or `Reply.verdict`. `fault_kind`
+    is None for a normal reply; `status` and `message` matter for `Fault.STATUS` only,
+    `size` for `Fault.HUGE` only. A verdict reply has no content until the model renders
+    it for the request (`content` then holds what was sent, `labels` the labels used).
     """
 
     content: str | None = None
@@ -71,6 +102,9 @@ class Reply:
     status: int = 200
     size: int = HUGE_REPLY_CHARS
     message: str | None = None
+    verdict_kind: Verdict | None = None
+    labels: tuple[str, str] | None = None
+    """(positive, negative) labels of a verdict; None reads them from the judge's prompt."""
 
     def __post_init__(self) -> None:
         if self.fault_kind is Fault.STATUS:
@@ -82,8 +116,15 @@ class Reply:
             )
         if self.size < 0:
             raise ValueError(f"size must be >= 0, got {self.size}")
-        if self.fault_kind is None and self.content is None and not self.tool_calls:
-            raise ValueError("a Reply needs content, tool_calls or a fault")
+        if self.verdict_kind is not None and self.fault_kind is not None:
+            raise ValueError("a Reply is a verdict or a fault, not both")
+        if self.labels is not None:
+            positive, negative = self.labels
+            if not positive or not negative or positive.casefold() == negative.casefold():
+                raise ValueError(f"labels need two distinct non-empty strings, got {self.labels}")
+        no_content = self.content is None and not self.tool_calls
+        if self.fault_kind is None and self.verdict_kind is None and no_content:
+            raise ValueError("a Reply needs content, tool_calls, a fault or a verdict")
 
     @classmethod
     def text(cls, content: str) -> Reply:
@@ -127,6 +168,16 @@ class Reply:
             message=message,
         )
 
+    @classmethod
+    def verdict(cls, kind: Verdict | str, *, labels: tuple[str, str] | None = None) -> Reply:
+        """A judge's verdict, e.g. `Reply.verdict("negative")`, rendered for the request it
+        answers: the label itself, or a JSON object for a judge with a `response_format`
+        schema. `labels` (positive, negative) overrides the ones read from the prompt."""
+        if labels is not None and len(labels) != 2:
+            raise ValueError(f"labels are (positive, negative), got {labels!r}")
+        pair = None if labels is None else (str(labels[0]), str(labels[1]))
+        return cls(verdict_kind=Verdict(kind), labels=pair)
+
     @property
     def finish_reason(self) -> Literal["stop", "tool_calls"]:
         return "tool_calls" if self.tool_calls else "stop"
@@ -136,10 +187,12 @@ class Reply:
 class ModelRequest:
     """One chat-completions request as a policy sees it.
 
-    `turn` is how many requests this session made before this one (counted by the model, so
-    a retry after a fault is the next turn; requests without `X-Session-ID` share one
-    count); `task` is the task the session was bound to, if known. Everything else is
-    derived from the JSON `body`.
+    `kind` says whether it is an agent turn or a judge call; `episode` is the play it
+    belongs to (an agent turn's session was bound to it; a judge call came in its
+    `episode_scope`), if known. `turn` is how many requests this session made before this
+    one (counted by the model, so a retry after a fault is the next turn; judge calls count
+    per episode, and those outside any episode share one count); `task` is the task of the
+    session or the episode, if known. Everything else is derived from the JSON `body`.
     """
 
     body: Mapping[str, Any]
@@ -148,6 +201,25 @@ class ModelRequest:
     turn: int = 0
     path: str = "/v1/chat/completions"
     headers: Mapping[str, str] = field(default_factory=dict)
+    kind: RequestKind = "agent"
+    episode: EpisodeRef | None = None
+
+    @property
+    def prompt_text(self) -> str:
+        """The text of every message, in order, one per line: where a judge's prompt says
+        which labels it wants."""
+        return "\n".join(text_of(message.get("content")) for message in self.messages)
+
+    @property
+    def response_schema(self) -> Mapping[str, Any] | None:
+        """The JSON schema of a structured-output request (`response_format` of type
+        `json_schema`, as `beta.chat.completions.parse` sends it), else None."""
+        response_format = self.body.get("response_format")
+        if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+            return None
+        spec = response_format.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        return schema if isinstance(schema, dict) else None
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -216,7 +288,8 @@ Policy: TypeAlias = Callable[[ModelRequest], Reply | None]
 
 @dataclass(frozen=True)
 class RequestRecord:
-    """One answered chat-completions request. `status` is None for a hang (nothing sent)."""
+    """One answered chat-completions request. `status` is None for a hang (nothing sent).
+    A judge call is one with `request.kind == "judge"` (`ScriptedModel.judge_calls`)."""
 
     request: ModelRequest
     reply: Reply
