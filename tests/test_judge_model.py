@@ -20,6 +20,7 @@ from verifiers.v1.judges.reference import ReferenceJudge, ReferenceJudgeConfig
 from verifiers.v1.judges.rubric import RubricJudge, RubricJudgeConfig
 from verifiers.v1.utils.score import parse_judge_choice
 
+from vfcheck.episodes.runner import run_episodes
 from vfcheck.model import (
     DEFAULT_BASE_URL,
     FALLBACK_LABELS,
@@ -36,6 +37,7 @@ from vfcheck.model import (
     judge_policy,
 )
 from vfcheck.model.judges import garbage_text, read_labels, rubric_criteria
+from vfcheck.script import Script
 
 KEY_VAR = "VFCHECK_TEST_JUDGE_KEY"
 """Unset on purpose: verifiers sends "EMPTY" (and reads no Prime config for this var)."""
@@ -320,3 +322,41 @@ def test_a_verdict_reply_needs_a_known_kind_and_two_labels() -> None:
         Reply.verdict("positive", labels=("yes", "YES"))
     with pytest.raises(ValueError, match="verdict or a fault"):
         Reply(verdict_kind=Verdict.POSITIVE, fault_kind=Reply.fault("empty").fault_kind)
+
+
+# ------------------------------------------------------------------- a judge env, end to end
+
+
+@pytest.mark.parametrize(("script", "reward"), [("", 1.0), ('judge = "negative"', 0.0)])
+async def test_a_judge_env_scores_by_the_verdict(
+    fixtures_dir: Path, script: str, reward: float
+) -> None:
+    model = ScriptedModel(Script.from_toml(script).policy())
+    summary = await run_episodes("vfc-judge", model=model, paths=[str(fixtures_dir)])
+    assert [t.tier for t in summary.tiers] == ["fast"]
+    assert [(r.errors(), r.reward) for r in summary.results] == [([], reward)] * 3
+    calls = model.judge_calls
+    assert len(calls) == 3  # every judge call reached the mock: none went to the network
+    for result in summary.results:
+        (call,) = [c for c in calls if c.request.episode is result.scope]
+        assert call.request.task == TaskRef(index=result.task.index, key=result.task.key)
+        assert result.scope is not None and result.scope.trace_ids == [
+            t.id for t in result.traces]
+        (recorded,) = result.traces[0].info["judge_calls"]
+        assert recorded["response"]["message"]["content"] == ("yes" if reward else "no")
+        assert recorded["response"]["parsed"] is bool(reward)
+
+
+async def test_garbage_errors_a_strict_judge_env_and_scores_a_lenient_one_zero(
+    fixtures_dir: Path,
+) -> None:
+    garbage = Script.from_toml('judge = "garbage"').policy()
+    strict = await run_episodes("vfc-judge", model=ScriptedModel(garbage), num_tasks=1,
+                                paths=[str(fixtures_dir)])
+    lenient = await run_episodes("vfc-judge-lenient", model=ScriptedModel(garbage),
+                                 num_tasks=1, paths=[str(fixtures_dir)])
+    (errored,) = strict.results
+    assert any("no yes/no verdict: 'I cannot decide.'" in e for e in errored.errors())
+    (scored,) = lenient.results
+    assert scored.errors() == [] and scored.reward == 0.0
+
