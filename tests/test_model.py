@@ -599,15 +599,17 @@ def test_tool_policy_calls_each_env_tool_once_from_history() -> None:
 
 async def test_default_model_policy_solves_a_tool_episode(endpoint: Endpoint) -> None:
     tools = [function_tool("bash"), WEATHER_TOOL]
+    # an agent turn carries verifiers' session header; one without it is a judge call
+    agent = {SESSION_ID_HEADER: "trace-agent"}
     async with endpoint(ScriptedModel(seed=5)) as url:
-        first = await complete(url, model="m", messages=USER, tools=tools)
+        first = await complete(url, headers=agent, model="m", messages=USER, tools=tools)
         call = first.choices[0].message.tool_calls[0]
         history = [
             *USER,
             first.choices[0].message.model_dump(exclude_none=True),
             {"role": "tool", "tool_call_id": call.id, "content": "sunny"},
         ]
-        final = await complete(url, model="m", messages=history, tools=tools)
+        final = await complete(url, headers=agent, model="m", messages=history, tools=tools)
     assert call.function.name == "get_weather"
     assert final.choices[0].message.content == "sunny"
 
@@ -638,7 +640,8 @@ async def test_policy_without_opinion_falls_to_default() -> None:
     model.bind("s1", TaskRef(None, "listed"))
     body = json.dumps({"messages": USER}).encode()
     listed = await model.handle("POST", "/v1/chat/completions", {SESSION_ID_HEADER: "s1"}, body)
-    other = await model.handle("POST", "/v1/chat/completions", {}, body)
+    # an unbound session (no header would make it a judge call, answered with a verdict)
+    other = await model.handle("POST", "/v1/chat/completions", {SESSION_ID_HEADER: "s2"}, body)
     assert isinstance(listed.body, bytes) and isinstance(other.body, bytes)
     assert json.loads(listed.body)["choices"][0]["message"]["content"] == "scripted"
     assert json.loads(other.body)["choices"][0]["message"]["content"] == "say hello"

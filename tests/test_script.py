@@ -238,7 +238,7 @@ async def test_a_scripted_model_answers_the_bound_task() -> None:
             '[[task]]\nkey = "a"\n[[task.turn]]\nreply = "x"\nanswer = 1\n',
             "task 1 (key 'a'), turn 1: unknown field `answer` (allowed: reply, tool, arguments,",
         ),
-        ("colour = 1\n", "top level: unknown field `colour` (allowed: seed, task, default)"),
+        ("colour = 1\n", "top level: unknown field `colour` (allowed: seed, judge, task, default)"),
         (
             "[[task]]\nindex = 0\n[[task.turn]]\n",
             "task 1 (index 0), turn 1: a turn needs one of `reply`, `tool` or `fault`, got none",
@@ -281,6 +281,17 @@ async def test_a_scripted_model_answers_the_bound_task() -> None:
             "give `arguments` or `raw_arguments`, not both",
         ),
         ('seed = "zero"\n', "`seed`: Input should be a valid integer"),
+        (
+            '[[task]]\nindex = 0\njudge = "maybe"\n',
+            "task 1 (index 0), `judge`: Input should be 'positive', 'negative' or 'garbage', "
+            "got 'maybe'",
+        ),
+        (
+            '[[task]]\nkey = "k"\njudge = "negative"\njudge_reply = "no"\n',
+            "task 1 (key 'k'): give `judge` or `judge_reply`, not both",
+        ),
+        ('judge = "yes"\n', "script.toml: `judge`: Input should be 'positive', 'negative' or"),
+        ("[[task]]\nindex = 0\noracle = 3\n", "task 1 (index 0), `oracle`: Input should be a"),
         ("task = 3\n", "`task`: expected an array of tables ([[...]]), got 3"),
     ],
 )
@@ -304,3 +315,63 @@ def test_missing_file_is_a_script_error(tmp_path: Path) -> None:
     missing = tmp_path / "nope.toml"
     with pytest.raises(ScriptError, match=r"nope\.toml: cannot read the script: No such file"):
         Script.load(missing)
+
+
+# ------------------------------------------------------------------------- judge calls
+
+JUDGED = """\
+judge = "garbage"              # every judge call not answered below
+
+[[task]]
+key = "vfc-judge:ping"
+judge = "negative"
+oracle = "ping"
+[[task.turn]]
+reply = "pong"
+
+[[task]]
+index = 2
+judge_reply = "Yes, mostly."
+
+[[task]]
+index = 3
+oracle = "three"
+
+[[default.turn]]
+reply = "default turn"
+"""
+
+
+def judge_request(task: TaskRef | None) -> ModelRequest:
+    body = {"messages": [{"role": "user", "content": "Correct? yes/no"}]}
+    return ModelRequest(body=body, task=task, kind="judge")
+
+
+def test_judge_calls_get_the_scripted_verdict_never_a_turn() -> None:
+    script = Script.from_toml(JUDGED)
+    policy = script.policy()
+    ping = TaskRef(index=1, key="vfc-judge:ping")
+    assert policy(judge_request(ping)) == Reply.verdict("negative")
+    assert policy(judge_request(TaskRef(index=2, key="k2"))) == Reply.text("Yes, mostly.")
+    assert policy(judge_request(TaskRef(index=3, key="k3"))) == Reply.verdict("garbage")
+    assert policy(judge_request(None)) == Reply.verdict("garbage")
+    assert policy(request(task=ping)) == Reply.text("pong")  # the agent plays its turns
+
+
+def test_without_judge_keys_judge_calls_get_the_models_default() -> None:
+    policy = Script.from_toml('[[task]]\nindex = 0\n[[task.turn]]\nreply = "x"\n').policy()
+    assert policy(judge_request(TaskRef(index=0, key="k"))) is None  # -> `positive`
+
+
+def test_oracles_are_read_per_task_and_key_first() -> None:
+    script = Script.from_toml(JUDGED)
+    assert script.oracle_for(TaskRef(index=1, key="vfc-judge:ping")) == "ping"
+    assert script.oracle_for(TaskRef(index=3, key="other")) == "three"
+    assert script.oracle_for(TaskRef(index=2, key="k2")) is None
+    assert script.oracle_for(None) is None
+    assert script.judge == "garbage"
+
+
+def test_a_task_listed_without_turns_plays_the_default_turns() -> None:
+    policy = Script.from_toml(JUDGED).policy()
+    assert policy(request(task=TaskRef(index=3, key="k3"))) == Reply.text("default turn")

@@ -3,9 +3,13 @@
 The pytest plugin and the CLI both read it. It is TOML::
 
     seed = 0                        # optional: seed of the generated defaults
+    judge = "positive"              # optional: the verdict of every judge call (default)
 
     [[task]]                        # one table per scripted task
     key = "echo-tool:0"             # or `index = 0`: exactly one of them
+    judge = "negative"              # this task's judge calls: positive | negative | garbage,
+                                    # or judge_reply = "raw text" (sent as-is)
+    oracle = "hello world"          # the reference reply of the task, for reward probes
     [[task.turn]]                   # turn 0 of every session of this task
     tool = "echo_back"              # a tool call ...
     arguments = { message = "hello world" }   # ... arguments as a table (default {}), or
@@ -28,7 +32,12 @@ Turn N is the session's Nth model request (a retry after a fault is the next tur
 task plays its turns, then the built-in default policy (call each env tool once, then answer
 the last tool result or echo the user). An unlisted task plays the `[default]` turns if any,
 then the built-in default policy. `[[task.turn]]` always adds to the last `[[task]]` above
-it, even when a `[[default.turn]]` comes in between (TOML's rule).
+it, even when a `[[default.turn]]` comes in between (TOML's rule). A task listed with no
+turns of its own (only `judge`, `judge_reply` or `oracle`) plays the `[default]` turns.
+
+Judge calls (env code calling a judge while it scores an episode: no `X-Session-ID`) never
+play turns: a listed task's `judge` or `judge_reply` answers them, else the top-level
+`judge`, else the scripted model's default verdict, `positive`.
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ from vfcheck.model import (
     Policy,
     Reply,
     TaskRef,
+    Verdict,
     default_reply,
     tool_policy,
 )
@@ -122,13 +132,17 @@ class ScriptTurns(BaseModel):
 
 
 class ScriptTask(BaseModel):
-    """One `[[task]]`: the task it scripts (by index or key) and its turns."""
+    """One `[[task]]`: the task it scripts (by index or key), its turns, how its judge calls
+    are answered, and its reference reply (`oracle`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     index: int | None = Field(default=None, ge=0)
     key: str | None = None
     turn: list[ScriptTurn] = Field(default_factory=list)
+    judge: Verdict | None = None
+    judge_reply: str | None = None
+    oracle: str | None = None
 
     @model_validator(mode="after")
     def _one_selector(self) -> ScriptTask:
@@ -136,7 +150,15 @@ class ScriptTask(BaseModel):
             raise ValueError("a task needs `index` or `key`, got neither")
         if self.index is not None and self.key is not None:
             raise ValueError("a task takes `index` or `key`, not both")
+        if self.judge is not None and self.judge_reply is not None:
+            raise ValueError("give `judge` or `judge_reply`, not both")
         return self
+
+    def judge_answer(self) -> Reply | None:
+        """This task's reply to its judge calls, if the script says."""
+        if self.judge_reply is not None:
+            return Reply.text(self.judge_reply)
+        return Reply.verdict(self.judge) if self.judge is not None else None
 
 
 class Script(BaseModel):
@@ -145,6 +167,8 @@ class Script(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     seed: int = 0
+    judge: Verdict | None = None
+    """The verdict of judge calls no listed task answers; None: the model's default."""
     task: list[ScriptTask] = Field(default_factory=list)
     default: ScriptTurns | None = None
 
@@ -181,17 +205,39 @@ class Script(BaseModel):
         except ValidationError as error:
             raise ScriptError(f"{source}: {_describe(error, data)}") from None
 
+    def listed(self, task: TaskRef | None) -> ScriptTask | None:
+        """The `[[task]]` of `task`, matched by key first, then by index."""
+        if task is None:
+            return None
+        for listed in self.task:
+            if listed.key is not None and listed.key == task.key:
+                return listed
+        for listed in self.task:
+            if listed.index is not None and listed.index == task.index:
+                return listed
+        return None
+
     def turns_for(self, task: TaskRef | None) -> Sequence[ScriptTurn] | None:
-        """The scripted turns of `task`: its own if listed (key first), else `[default]`'s,
-        else None (the built-in default policy answers)."""
-        if task is not None:
-            for listed in self.task:
-                if listed.key is not None and listed.key == task.key:
-                    return listed.turn
-            for listed in self.task:
-                if listed.index is not None and listed.index == task.index:
-                    return listed.turn
+        """The scripted turns of `task`: its own if listed with turns (key first), else
+        `[default]`'s, else None (the built-in default policy answers)."""
+        listed = self.listed(task)
+        if listed is not None and listed.turn:
+            return listed.turn
         return self.default.turn if self.default is not None else None
+
+    def oracle_for(self, task: TaskRef | None) -> str | None:
+        """The reference reply the script gives for `task` (`oracle`), if any."""
+        listed = self.listed(task)
+        return listed.oracle if listed is not None else None
+
+    def judge_for(self, task: TaskRef | None) -> Reply | None:
+        """The reply to a judge call of `task`'s episode: the task's `judge`/`judge_reply`,
+        else the script's `judge`, else None (the scripted model's default verdict)."""
+        listed = self.listed(task)
+        answer = listed.judge_answer() if listed is not None else None
+        if answer is None and self.judge is not None:
+            answer = Reply.verdict(self.judge)
+        return answer
 
     def policy(self, seed: int | None = None) -> Policy:
         """The model policy this script describes; `seed` overrides the file's `seed`."""
@@ -201,6 +247,8 @@ class Script(BaseModel):
         )
 
         def scripted(request: ModelRequest) -> Reply | None:
+            if request.kind == "judge":
+                return self.judge_for(request.task)
             turns = self.turns_for(request.task)
             if turns is not None and request.turn < len(turns):
                 return turns[request.turn].reply_for(request)

@@ -47,6 +47,15 @@ class GoldenPlan:
     header: dict[str, Any]
 
 
+def agent_fault(reply: Any) -> Any:
+    """`reply` (a `vfcheck.model.Reply`) to every agent turn of an episode; its judge calls
+    keep the default verdict, since a fault meant for the agent must not also break the
+    judge that scores it."""
+    from vfcheck.model import agent_only, fixed
+
+    return agent_only(fixed(reply))
+
+
 def normalized_views(result: Any) -> list[dict[str, Any]]:
     """Each trace of an episode, normalised with its notify log (`vfcheck.traces.normalize`)."""
     from vfcheck.traces.normalize import normalize_trace
@@ -145,16 +154,16 @@ class EpisodeLab:
     async def play_hang(self, task: Any) -> Any:
         """Play against a model that never answers, on the runner whose roles have the short
         agent timeout (`AGENT_TIMEOUT`)."""
-        from vfcheck.model import Reply, fixed
+        from vfcheck.model import Reply
 
-        return await self.play(task, fixed(Reply.fault("hang")), await self.timeout_runner())
+        return await self.play(task, agent_fault(Reply.fault("hang")), await self.timeout_runner())
 
     async def cancel_mid_request(self, task: Any) -> tuple[list[Any], bool]:
         """Play with a hanging model, cancel once a request is previewed; the traces."""
         from vfcheck.episodes.runner import play_cancelled
-        from vfcheck.model import Reply, fixed
+        from vfcheck.model import Reply
 
-        hang = fixed(Reply.fault("hang"))
+        hang = agent_fault(Reply.fault("hang"))
 
         def assign(trace: Any) -> None:
             self.router.assigned[trace.id] = hang

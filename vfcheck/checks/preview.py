@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
-from vfcheck.checks.lab import blocked_before_model, episode_lab
+from vfcheck.checks.lab import agent_fault, blocked_before_model, episode_lab
 from vfcheck.checks.registry import check
 from vfcheck.findings import Finding
 
@@ -20,7 +20,7 @@ from vfcheck.findings import Finding
     why="a stale preview shows watchers a turn that never happened",
 )
 async def preview(ctx: CheckContext, task: Any) -> Finding:
-    from vfcheck.model import Reply, fixed
+    from vfcheck.model import Reply
 
     lab = await episode_lab(ctx)
     problems: list[str] = []
@@ -28,7 +28,7 @@ async def preview(ctx: CheckContext, task: Any) -> Finding:
     # the three scenarios are independent episodes: played at once, the preview check
     # costs the longest of them (the agent timeout), not their sum
     failed, hung, (cancelled, seen_preview) = await asyncio.gather(
-        lab.play(task, fixed(Reply.fault("status", status=500))),
+        lab.play(task, agent_fault(Reply.fault("status", status=500))),
         lab.play_hang(task),
         lab.cancel_mid_request(task),
     )

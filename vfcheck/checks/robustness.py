@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
-from vfcheck.checks.lab import env_code_errors, episode_lab, non_finite
+from vfcheck.checks.lab import agent_fault, env_code_errors, episode_lab, non_finite
 from vfcheck.checks.registry import check
 from vfcheck.findings import Finding
 
@@ -22,7 +22,7 @@ from vfcheck.findings import Finding
     why="real models produce all of these",
 )
 async def robustness(ctx: CheckContext, task: Any) -> Finding:
-    from vfcheck.model import HARNESS_BUILTIN_TOOLS, Reply, fixed
+    from vfcheck.model import HARNESS_BUILTIN_TOOLS, Reply, agent_only
 
     lab = await episode_lab(ctx)
 
@@ -34,12 +34,12 @@ async def robustness(ctx: CheckContext, task: Any) -> Finding:
         return Reply.tool(names[0] if names else "vfcheck_probe", "{bad json")
 
     faults: dict[str, Callable[[Any], Any]] = {
-        "empty reply": fixed(Reply.fault("empty")),
-        "whitespace reply": fixed(Reply.text(" \n\t ")),
-        "100 kB reply": fixed(Reply.fault("huge")),
-        "malformed body": fixed(Reply.fault("malformed")),
-        "cut stream": fixed(Reply.fault("cut")),
-        "invalid tool-call JSON": bad_tool_call,
+        "empty reply": agent_fault(Reply.fault("empty")),
+        "whitespace reply": agent_fault(Reply.text(" \n\t ")),
+        "100 kB reply": agent_fault(Reply.fault("huge")),
+        "malformed body": agent_fault(Reply.fault("malformed")),
+        "cut stream": agent_fault(Reply.fault("cut")),
+        "invalid tool-call JSON": agent_only(bad_tool_call),
     }
     names = list(faults)
     results = await asyncio.gather(*(lab.play(task, faults[n]) for n in names))

@@ -24,11 +24,16 @@ from typing import Any, Literal
 from vfcheck.episodes.harness_deps import HarnessDependencyError, dependency_problem
 from vfcheck.episodes.offline import MOCK_API_KEY_VAR, offline_env_config, prepare_process_env
 from vfcheck.episodes.recorder import TraceLog, TraceRecorder
+from vfcheck.model import (
+    DEFAULT_BASE_URL,
+    DEFAULT_MODEL_ID,
+    EpisodeRef,
+    ScriptedModel,
+    TaskRef,
+    episode_scope,
+)
 
 HarnessTier = Literal["env", "fast"]
-MOCK_BASE_URL = "http://vfcheck-mock.invalid/v1"
-"""Unresolvable on purpose: only the in-process mock can answer it."""
-MOCK_MODEL = "vfcheck-scripted"
 BUILTIN_CHAT_HARNESSES = frozenset({"null", "bash"})
 HARNESS_ID = "vfcheck-chat"
 """The fast tier's harness id (module `vfcheck_chat`, implementation
@@ -68,6 +73,9 @@ class EpisodeResult:
     logs: list[TraceLog] = field(default_factory=list)
     runner_error: str | None = None
     duration: float = 0.0
+    scope: EpisodeRef | None = None
+    """The play's `episode_scope` (its task, the trace ids minted): the scripted model's
+    judge calls of this episode are the ones whose `request.episode` is it."""
 
     @property
     def traces(self) -> list[Any]:
@@ -280,15 +288,13 @@ class EnvRunner:
         mock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         if base_url is None:
             if model is None:
-                from vfcheck.model import ScriptedModel
-
                 model = ScriptedModel()
             ctx = vf.ModelContext(
-                model=model_name or MOCK_MODEL,
-                client=vf.EvalClientConfig(base_url=MOCK_BASE_URL, api_key_var=MOCK_API_KEY_VAR),
+                model=model_name or DEFAULT_MODEL_ID,
+                client=vf.EvalClientConfig(base_url=DEFAULT_BASE_URL, api_key_var=MOCK_API_KEY_VAR),
             )
             if start_mock:
-                mock = model.mock(MOCK_BASE_URL)
+                mock = model.mock(DEFAULT_BASE_URL)
         else:
             model = None
             ctx = vf.ModelContext(
@@ -310,20 +316,24 @@ class EnvRunner:
         """One episode of `task`. A runner deadline (`timeout`) cancels the episode and is
         recorded as the runner's error; the traces minted so far stay in `logs`. Raises
         `HarnessDependencyError` (carrying the result) when the harness program could not
-        resolve its dependencies: vfcheck's environment failed, not the env."""
-        from vfcheck.model import TaskRef
+        resolve its dependencies: vfcheck's environment failed, not the env.
 
+        The play runs in an `episode_scope`: the judge calls env code makes while scoring it
+        (no `X-Session-ID`, from tasks `run_slot` creates, which copy this context) are
+        attributed to this episode and its traces."""
         info = task_info(task)
         ref = TaskRef(index=info.index, key=info.key)
+        scope = EpisodeRef(task=ref)
 
         def minted(trace: Any) -> None:
+            scope.trace_ids.append(trace.id)
             if self.model is not None:
-                self.model.bind(trace.id, ref)
+                self.model.bind(trace.id, ref, episode=scope)
             if on_trace is not None:
                 on_trace(trace)
 
         recorder = TraceRecorder(on_mint=minted)
-        result = EpisodeResult(task=info, rollout=rollout, episode=None)
+        result = EpisodeResult(task=info, rollout=rollout, episode=None, scope=scope)
         start = time.perf_counter()
         slot = self.env.slots(task, 1)[0]
         from vfcheck.compat import episode_hooks_missing
@@ -331,9 +341,10 @@ class EnvRunner:
         # verifiers without the lifecycle hooks: play blind (no notify log, no task binding)
         hooks = {} if episode_hooks_missing() else {"on_trace": recorder.on_trace}
         try:
-            result.episode = await asyncio.wait_for(
-                self.env.run_slot(slot, self.ctx, **hooks), timeout
-            )
+            with episode_scope(scope):
+                result.episode = await asyncio.wait_for(
+                    self.env.run_slot(slot, self.ctx, **hooks), timeout
+                )
         except TimeoutError:
             result.runner_error = f"episode exceeded the runner's {timeout:g}s deadline"
         except Exception as e:  # noqa: BLE001 - a crash outside verifiers' boundaries is data
@@ -352,7 +363,8 @@ async def play_cancelled(runner: EnvRunner, task: Any, on_trace: Callable[[Any],
     give verifiers `settle` s to abandon the request. Returns the traces minted and whether a
     preview was seen. The interception server abandons a request when its handler sees the
     client go away, which can come after the episode's own teardown (a multi-agent env's
-    gather unwinds later), hence the settling."""
+    gather unwinds later), hence the settling. The episode is `runner.play`'s, so it runs in
+    an `episode_scope` of its own like any other play."""
     traces: list[Any] = []
 
     def minted(trace: Any) -> None:

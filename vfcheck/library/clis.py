@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vfcheck.episodes.offline import MOCK_API_KEY_VAR, OFFLINE_ENV, uv_bin_dir
-from vfcheck.episodes.runner import MOCK_MODEL
+from vfcheck.model import DEFAULT_MODEL_ID
 
 CLI_TIMEOUT = 120.0
 """Seconds one CLI run may take (vf-eval with the null harness takes ~15 s)."""
@@ -254,7 +254,7 @@ async def observe_clis(env_id: str, paths: Sequence[Path], scratch: Path) -> Cli
                         "--client.base-url", url, "--client.api-key-var", MOCK_API_KEY_VAR,
                         "--env.agent.harness.id", "null",
                         "--env.agent.runtime.type", "subprocess",
-                        "--push", "false", "-n", "1", "--model", MOCK_MODEL,
+                        "--push", "false", "-n", "1", "--model", DEFAULT_MODEL_ID,
                     ]
                     await run_cli(eval_run, scripts["vf-eval"], env)
             except RuntimeError as e:
