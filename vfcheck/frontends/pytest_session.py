@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -31,28 +32,34 @@ from vfcheck.findings import Finding
 from vfcheck.frontends.report import json_report, write_json
 from vfcheck.isolation.events import EventLog, Unit
 from vfcheck.isolation.supervisor import EnvCheck, event_file, expected_units
-from vfcheck.options import CheckOptions
+from vfcheck.options import CheckOptions, Resolved
 
 RUN_DIR_KEY = "vfcheck_run_dir"
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143
 LIBRARY_REPORT = "library.json"
 
 
-def options_from_config(config: pytest.Config) -> CheckOptions:
-    """`[tool.vfcheck]` at or above the rootdir, overridden by the `--vf-*` options."""
-    from vfcheck.options import resolve_options
+def pytest_given(config: pytest.Config) -> dict[str, Any]:
+    """What the command line gave for each option of the table that has a pytest flag
+    (None: not given); `--snapshot-update` is syrupy's (absent under `-p no:syrupy`) and
+    `--junit-xml` pytest's own."""
+    from vfcheck.option_table import OPTIONS
 
-    get = config.getoption
-    return resolve_options(
-        config.rootpath, env_args=get("vf_env_arg"), paths=get("vf_path"),
-        checks=get("vf_checks"), num_tasks=get("vf_num_tasks"), sample=get("vf_sample"),
-        timeout=get("vf_timeout"), harness=get("vf_harness"), script=get("vf_script"),
-        seed=get("vf_seed"), golden_dir=get("vf_golden_dir"),
-        golden_strict=get("vf_golden_strict"),
-        wheels=get("vf_wheels"), wheels_flag="--vf-wheels",
-        # syrupy's option (absent under `-p no:syrupy`)
-        golden_update=bool(getattr(config.option, "update_snapshots", False)) or None,
-    )
+    return {option.name: getattr(config.option, option.dest, None) or None
+            for option in OPTIONS if option.pytest is not None}
+
+
+def resolved_from_config(config: pytest.Config) -> Resolved:
+    """`[tool.vfcheck]` at or above the rootdir, overridden by the `--vf-*` options (whose
+    relative paths are relative to the working directory)."""
+    from vfcheck.options import resolve
+
+    return resolve(config.invocation_params.dir, pytest_given(config), front="pytest",
+                   pyproject_from=config.rootpath)
+
+
+def options_from_config(config: pytest.Config) -> CheckOptions:
+    return resolved_from_config(config).check
 
 
 class CheckFailed(Exception):
@@ -68,16 +75,19 @@ class VfcheckSession:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.env_ids: list[str] = list(config.getoption("vf_env"))
+        from vfcheck.option_table import OptionError
+
         try:
-            self.options = options_from_config(config)
-        except Exception as e:
+            found = resolved_from_config(config)
+        except OptionError as e:
             raise pytest.UsageError(f"vfcheck: {e}") from e
-        self.only: list[str] = list(config.getoption("vf_only") or [])
+        self.options, self.run_options = found.check, found.run
+        self.env_ids: list[str] = list(found.run.envs)
+        self.only: list[str] = list(found.run.only)
         self.checks: dict[str, EnvCheck] = {}
         self.run_dir: Path | None = None
         self.owner = False
-        self.library = bool(config.getoption("vf_library"))
+        self.library = found.run.library
         self.terminated = False
         self._previous_sigterm: Any = signal.SIG_DFL
         self._library_proc: subprocess.Popen[bytes] | None = None
@@ -95,8 +105,9 @@ class VfcheckSession:
         self.owner = True
         self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
         self.run_dir = Path(tempfile.mkdtemp(prefix="vfcheck-pytest-"))
+        slots = threading.BoundedSemaphore(self.run_options.envs_at_once)
         for env_id in self.env_ids:
-            check = EnvCheck(env_id, self.options, self.run_dir, pytest=True)
+            check = EnvCheck(env_id, self.options, self.run_dir, slots=slots, pytest=True)
             check.start()
             self.checks[env_id] = check
         if self.library:
@@ -104,7 +115,7 @@ class VfcheckSession:
             self._library_proc = subprocess.Popen(
                 [sys.executable, "-m", "vfcheck.library", "--json",
                  str(self.run_dir / LIBRARY_REPORT),
-                 *(["--no-baseline"] if self.config.getoption("vf_no_baseline") else [])],
+                 *(["--no-baseline"] if self.run_options.no_baseline else [])],
                 stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
 
     @pytest.hookimpl(optionalhook=True)
@@ -195,7 +206,7 @@ class VfcheckSession:
         for check in self.checks.values():
             if not check.log.final:
                 check.stop()  # -x, -k, an interrupt: don't leave workers running
-        json_path = self.config.getoption("vf_json")
+        json_path = self.run_options.json
         if json_path:
             reports = [check.report() for check in self.checks.values()]
             write_json(Path(json_path), json_report(

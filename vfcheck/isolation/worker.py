@@ -29,6 +29,7 @@ from vfcheck.compat import episode_hooks_missing, lacks_message
 from vfcheck.episodes.offline import prepare_process_env
 from vfcheck.findings import Finding, TaskId
 from vfcheck.isolation.events import Unit, append_event
+from vfcheck.options import CheckOptions
 
 UNIT_CONCURRENCY = 4
 """Per-task checks (setup, gold, noop) in flight at once; the episode families share the
@@ -54,7 +55,8 @@ class Worker:
         self.spec = spec
         self.env_id: str = spec["env_id"]
         self.events = Path(spec["events"])
-        self.timeout: float = float(spec.get("timeout", 60.0))
+        self.options = CheckOptions.from_dict(spec["options"])
+        self.timeout: float = self.options.timeout
         self.task_of: dict[int, Any] = {}
         self.fresh_hashes: asyncio.Task[list[str]] | None = None
         """`determinism.load`'s other load, started with the worker."""
@@ -80,9 +82,9 @@ class Worker:
 
         def load_all() -> tuple[Any, list[Any], list[Any]]:
             with no_network(attempts):
-                env, tiers = load_env(self.env_id, self.spec.get("env_args") or {},
-                                      harness=self.spec.get("harness", "fast"))
-                return env, tiers, load_tasks(env, self.spec.get("num_tasks"))
+                env, tiers = load_env(self.env_id, self.options.env_args,
+                                      harness=self.options.harness)
+                return env, tiers, load_tasks(env, self.options.num_tasks)
 
         budget = max(self.timeout, LOAD_TIMEOUT)
         self.emit("start", check="load", index=None, deadline=budget + 10.0)
@@ -123,14 +125,13 @@ class Worker:
 
     def hash_spec(self) -> dict[str, Any]:
         """What the fresh interpreter of `determinism.load` needs to load the env alike."""
-        return {k: self.spec.get(k) for k in ("env_id", "env_args", "paths", "num_tasks",
-                                              "harness")}
+        return {"env_id": self.env_id, "options": self.spec["options"]}
 
     def start_fresh_load(self) -> asyncio.Task[list[str]] | None:
         """Start `determinism.load`'s other load now, if this run will check it."""
         from vfcheck.checks.load import FRESH_HASH_SEED, hashes_in_fresh_interpreter
 
-        wanted = any(spec.id == "determinism.load" for spec in select(self.spec.get("families")))
+        wanted = any(spec.id == "determinism.load" for spec in select(self.options.families))
         done = ["determinism.load", None] in self.spec.get("skip", [])
         if not wanted or done:
             return None
@@ -163,7 +164,7 @@ class Worker:
         self.task_of = {t.data.idx: t for t in tasks}
         self.identities = {t.data.idx: task_identity(t) for t in tasks}
         self.container_roles = container_roles(tiers)
-        sample = [t.data.idx for t in tasks[: int(self.spec.get("sample", 3))]]
+        sample = [t.data.idx for t in tasks[: self.options.sample]]
         self.emit(
             "plan",
             tasks=[{"index": t.data.idx, "key": str(t.key),
@@ -182,7 +183,7 @@ class Worker:
 
         router = PolicyRouter(base=self.base_policy())
         model = ScriptedModel(router, seed=self.seed())
-        harness = self.spec.get("harness", "fast")
+        harness = self.options.harness
         async with contextlib.AsyncExitStack() as stack:
             runner = await stack.enter_async_context(
                 EnvRunner.open(self.env_id, model=model, loaded=(env, tiers)))
@@ -190,7 +191,7 @@ class Worker:
             async def open_timeout_runner() -> Any:
                 roles = {f"{t.role}.timeout.rollout": AGENT_TIMEOUT for t in tiers}
                 return await stack.enter_async_context(EnvRunner.open(
-                    self.env_id, env_args={**(self.spec.get("env_args") or {}), **roles},
+                    self.env_id, env_args={**self.options.env_args, **roles},
                     harness=harness, model=model, start_mock=False))
 
             fast = all(t.tier == "fast" for t in tiers)
@@ -206,17 +207,17 @@ class Worker:
         `golden.unused`)."""
         from vfcheck.traces.golden import GoldenBook
 
-        golden = self.spec.get("golden") or {}
+        options = self.options
         return GoldenBook(
-            Path(golden.get("dir") or "golden").resolve(), self.env_id,
-            update=bool(golden.get("update")), strict=bool(golden.get("strict")),
-            record=str(golden.get("record") or ""),
+            Path(options.golden_dir or "golden").resolve(), self.env_id,
+            update=options.golden_update, strict=options.golden_strict,
+            record=str(self.spec.get("golden_record") or ""),
         )
 
     def golden_plan(self, tiers: list[Any], verifiers_version: str) -> Any:
         from vfcheck.checks.episodes import GoldenPlan
 
-        script = self.spec.get("script")
+        script = self.options.script
         header = {
             "env": self.env_id,
             "tier": {t.role: t.tier for t in tiers},
@@ -238,9 +239,9 @@ class Worker:
             return Finding("golden.unused", spec.family, None, outcome,
                            f"env {self.env_id!r}: {message}", details)
 
-        if self.spec.get("num_tasks") is not None:
+        if self.options.num_tasks is not None:
             return finding("skipped", f"cannot tell which golden files in {folder} are unused: "
-                           f"-n {self.spec['num_tasks']} limits the tasks loaded")
+                           f"-n {self.options.num_tasks} limits the tasks loaded")
         unused = book.unused([identity for identity, _ in self.identities.values()])
         names = [shown_path(p) for p in unused]
         if not unused:
@@ -259,19 +260,19 @@ class Worker:
                        f"the env: {listed} (remove them with: {book.record})", unused=names)
 
     def seed(self) -> int:
-        return int(self.spec["seed"]) if self.spec.get("seed") is not None else 0
+        return self.options.seed if self.options.seed is not None else 0
 
     def base_policy(self) -> Any:
-        script = self.spec.get("script")
+        script = self.options.script
         if not script:
             return None
         from vfcheck.script import Script
 
-        return Script.load(Path(script)).policy(self.spec.get("seed"))
+        return Script.load(Path(script)).policy(self.options.seed)
 
     def units(self, tasks: list[Any], sample: list[int]) -> list[Unit]:
         # `hygiene.processes` runs after the runners close (`processes`), not as a unit
-        wanted = [spec for spec in select(self.spec.get("families"))
+        wanted = [spec for spec in select(self.options.families)
                   if spec.id not in ("load", "hygiene.processes")]
         units: list[Unit] = []
         for spec in wanted:
@@ -391,7 +392,7 @@ class Worker:
         from vfcheck.checks import hygiene
 
         skip = {(c, i) for c, i in self.spec.get("skip", [])}
-        wanted = any(spec.id == hygiene.CHECK for spec in select(self.spec.get("families")))
+        wanted = any(spec.id == hygiene.CHECK for spec in select(self.options.families))
         if not self.task_of or not wanted or (hygiene.CHECK, None) in skip:
             return
         self.emit("start", check=hygiene.CHECK, index=None, deadline=hygiene.SETTLE + 10.0)
@@ -426,7 +427,7 @@ def container_roles(tiers: list[Any]) -> list[str]:
 async def main_async(spec: dict[str, Any]) -> None:
     worker = Worker(spec)
     worker.emit("hello", pid=os.getpid())
-    prepare_process_env(spec.get("paths") or [], wheels=spec.get("wheels"))
+    prepare_process_env(worker.options.paths, wheels=worker.options.wheels)
     from vfcheck.checks import hygiene
 
     hygiene.become_subreaper()  # orphans of env code stay below the worker, in view
@@ -443,11 +444,11 @@ def print_hashes(spec: dict[str, Any]) -> None:
     from vfcheck.checks.load import no_network, task_hashes
     from vfcheck.episodes.runner import load_env, load_tasks
 
-    prepare_process_env(spec.get("paths") or [])
+    options = CheckOptions.from_dict(spec["options"])
+    prepare_process_env(options.paths)
     with no_network([]):
-        env, _ = load_env(spec["env_id"], spec.get("env_args") or {},
-                          harness=spec.get("harness") or "fast")
-        tasks = load_tasks(env, spec.get("num_tasks"))
+        env, _ = load_env(spec["env_id"], options.env_args, harness=options.harness)
+        tasks = load_tasks(env, options.num_tasks)
     print(json.dumps(task_hashes(tasks)))
 
 

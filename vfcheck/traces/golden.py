@@ -25,6 +25,7 @@ from syrupy.data import Snapshot, SnapshotCollection
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from vfcheck.findings import Outcome
+from vfcheck.options import shown_path as shown_path  # where it lived first
 from vfcheck.traces.normalize import trace_diff
 
 FORMAT = 1
@@ -58,14 +59,6 @@ def file_stem(name: str) -> str:
 
 def env_folder(golden_dir: Path, env_id: str) -> Path:
     return golden_dir / file_stem(env_id)
-
-
-def shown_path(path: Path) -> str:
-    """`path` relative to the working directory when it is below it (messages, reports)."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 class GoldenExtension(JSONSnapshotExtension):
