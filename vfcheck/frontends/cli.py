@@ -1,31 +1,28 @@
-"""`vfcheck run | mock-server` (and the check front end): thin over the library.
-
-Exit codes: 0 done; 1 a failure (an env that does not load, an episode the runner could
-not finish); 2 usage error; 130 interrupted (SIGINT); 143 terminated (SIGTERM).
+"""The `vfcheck` command: `check` (the check front end), `run`, `library`, `list-checks`,
+`wheels`, `mock-server`; thin over the library. Exit codes are `vfcheck.exits`'.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vfcheck.exits import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    Terminated,
+    interrupt_code,
+    sigterm_interrupts,
+)
+
 if TYPE_CHECKING:
+    from vfcheck.findings import EnvReport
     from vfcheck.options import Resolved, RunOptions
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 2, 130, 143
-
-
-class Terminated(Exception):
-    """SIGTERM, turned into an exception so `finally` blocks run and files are closed."""
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise Terminated()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -154,15 +151,9 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    import importlib.metadata
-    import shutil
-    import tempfile
-    import threading
-
     from rich.console import Console
 
-    from vfcheck.findings import EnvReport
-    from vfcheck.isolation.supervisor import EnvCheck
+    from vfcheck.frontends.run import CheckRun
 
     console = Console()
     options, run = (found := resolved(args)).check, found.run
@@ -179,37 +170,25 @@ def cmd_check(args: argparse.Namespace) -> int:
         print("vfcheck: error: name at least one env (or --from-validate RUN_DIR)",
               file=sys.stderr)
         return EXIT_USAGE
-    verifiers = importlib.metadata.version("verifiers")
-    console.print(
-        f"vfcheck {_version()} · verifiers {verifiers} · envs {', '.join(run.envs)} · "
-        f"harness {options.harness} · seed {options.seed if options.seed is not None else 0}"
-    )
-    run_dir = Path(tempfile.mkdtemp(prefix="vfcheck-check-"))
-    slots = threading.BoundedSemaphore(run.envs_at_once)
-    checks = [EnvCheck(env, options, run_dir, slots=slots) for env in run.envs]
-    reports: list[EnvReport] = []
-    try:
-        for check in checks:
-            check.start()
-        for check in checks:
-            _follow(console, check)
-            reports.append(check.report())
-    except (KeyboardInterrupt, Terminated):
-        for check in checks:
-            check.stop()
-        reports = [check.report() for check in checks]
-        _conclude(console, reports, run, seed=options.seed, verifiers=verifiers)
-        raise
-    finally:
-        from vfcheck.isolation.workdirs import sweep
-
-        sweep()  # work dirs of workers killed at a hard deadline or by an interrupt
-        shutil.rmtree(run_dir, ignore_errors=True)  # the event logs, read into `reports`
-    return _conclude(console, reports, run, seed=options.seed, verifiers=verifiers)
+    with CheckRun(run.envs, options, run, front="cli") as check_run:
+        for line in check_run.header():
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+        try:
+            check_run.start()
+            for check in check_run.checks.values():
+                _follow(console, check, check_run.checkpoint)
+        except KeyboardInterrupt as interrupt:  # and SIGTERM's `Terminated`
+            check_run.interrupted(interrupt)
+            _show(console, check_run.finish())
+            raise
+        reports = check_run.finish()
+    _show(console, reports)
+    return check_run.exit_code(reports)
 
 
-def _follow(console: Any, check: Any) -> None:
-    """Print each finding of `check` as it arrives, one line, until the run is final."""
+def _follow(console: Any, check: Any, checkpoint: Callable[[], None]) -> None:
+    """Print each finding of `check` as it arrives, one line, until the run is final;
+    `checkpoint` after new ones (the JSON report of what was found so far)."""
     shown: set[Any] = set()
     style = {"passed": "green", "failed": "red", "error": "magenta", "skipped": "yellow"}
     while True:
@@ -221,21 +200,15 @@ def _follow(console: Any, check: Any) -> None:
                 console.print(f"  {check.env_id} {finding.check}{where} "
                               f"[{style.get(finding.outcome, 'white')}]{finding.outcome}[/]",
                               highlight=False)
+        checkpoint()
         if check.log.final:
             return
         check.join(timeout=0.2)
 
 
-def _conclude(console: Any, reports: list[Any], run: RunOptions, *,
-              seed: int | None, verifiers: str | None) -> int:
-    from vfcheck.frontends.report import (
-        failure_text,
-        findings_table,
-        golden_summary,
-        json_report,
-        write_json,
-        write_junit,
-    )
+def _show(console: Any, reports: list[EnvReport]) -> None:
+    """A table per env, the whole message of each failure below it, the golden summary."""
+    from vfcheck.frontends.report import failure_text, findings_table, golden_summary
 
     for report in reports:
         console.print(findings_table(report))
@@ -243,38 +216,41 @@ def _conclude(console: Any, reports: list[Any], run: RunOptions, *,
             console.print(text, highlight=False, markup=False, soft_wrap=True)
         if (golden := golden_summary(report)) is not None:
             console.print(golden, highlight=False, markup=False, soft_wrap=True)
+    failing = [f for r in reports for f in r.findings if f.bad]
+    if failing:
+        console.print(f"[bold red]{len(failing)} finding(s) failed or errored[/]")
+
+
+def _conclude(console: Any, reports: list[EnvReport], run: RunOptions, *,
+              seed: int | None, verifiers: str | None) -> int:
+    """Findings made in this process (`--from-validate`, `vfcheck library`): shown, written
+    to the reports asked for; the exit code."""
+    from vfcheck.frontends.report import json_report, write_json, write_junit
+
+    _show(console, reports)
     if run.json is not None:
         write_json(Path(run.json), json_report(reports, verifiers=verifiers, seed=seed))
     if run.junit_xml is not None:
         write_junit(Path(run.junit_xml), reports)
-    bad = any(report.bad for report in reports)
-    if bad:
-        failing = [f for r in reports for f in r.findings if f.bad]
-        console.print(f"[bold red]{len(failing)} finding(s) failed or errored[/]")
-    return EXIT_FAILED if bad else EXIT_OK
-
-
-def _version() -> str:
-    from vfcheck import __version__
-
-    return __version__
+    return EXIT_FAILED if any(report.bad for report in reports) else EXIT_OK
 
 
 def cmd_library(args: argparse.Namespace) -> int:
     """The library suite in this process (it imports verifiers: `vfcheck library` asked)."""
-    import importlib.metadata
 
     from rich.console import Console
 
+    from vfcheck import __version__
     from vfcheck.episodes.offline import prepare_process_env
     from vfcheck.findings import EnvReport
+    from vfcheck.frontends.run import verifiers_version
     from vfcheck.library import library_findings
 
     run = resolved(args, pyproject=False).run
     prepare_process_env()
     console = Console()
-    verifiers = importlib.metadata.version("verifiers")
-    console.print(f"vfcheck {_version()} · library suite · verifiers {verifiers} · baseline "
+    verifiers = verifiers_version()
+    console.print(f"vfcheck {__version__} · library suite · verifiers {verifiers} · baseline "
                   f"{'off' if run.no_baseline else 'on'}")
     env_id, findings = library_findings(baseline=not run.no_baseline)
     report = EnvReport(id=env_id, harness="-", findings=findings)
@@ -326,20 +302,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from vfcheck.option_table import OptionError
 
     args = build_parser().parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        return COMMANDS[args.command](args)
+        with sigterm_interrupts():
+            return COMMANDS[args.command](args)
     except OptionError as e:  # a bad option value, found before any work started
         print(f"vfcheck: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("vfcheck: interrupted", file=sys.stderr)
-        return EXIT_SIGINT
-    except Terminated:
-        print("vfcheck: terminated", file=sys.stderr)
-        return EXIT_SIGTERM
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    except KeyboardInterrupt as interrupt:  # and SIGTERM's `Terminated`
+        terminated = isinstance(interrupt, Terminated)
+        print(f"vfcheck: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        return interrupt_code(interrupt)
 
 
 if __name__ == "__main__":
