@@ -187,9 +187,9 @@ def test_the_header_replay_line_runs_the_same_checks_in_both_front_ends(
                    "--sample", "1", cwd=tmp_path)
     header = done.stdout.splitlines()[:2]
     assert header[0].startswith("vfcheck ") and " · sample 1 · timeout 60s" in header[0]
-    assert header[1] == ("replay: vfcheck check vfc-echo --path "
+    assert header[1] == ("rerun: vfcheck check vfc-echo --path "
                          f"{shlex.quote(str(fixtures_dir))} --checks setup --sample 1")
-    words = shlex.split(header[1].removeprefix("replay: "))
+    words = shlex.split(header[1].removeprefix("rerun: "))
     again = vfcheck(*words[1:], cwd=tmp_path)
     assert (again.returncode, again.stdout.splitlines()[:2]) == (done.returncode, header)
     plugin = subprocess.run(
@@ -198,5 +198,6 @@ def test_the_header_replay_line_runs_the_same_checks_in_both_front_ends(
         cwd=tmp_path, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert plugin.returncode == 0, plugin.stdout[-2000:]
     assert header[0] in plugin.stdout.splitlines()  # one header, both front ends
-    assert (f"replay: pytest --vf-env vfc-echo --vf-path {shlex.quote(str(fixtures_dir))} "
-            "--vf-checks setup --vf-sample 1") in plugin.stdout.splitlines()
+    assert ("rerun: pytest --vf-env vfc-echo "
+            f"{shlex.quote(f'--vf-path={fixtures_dir}')} --vf-checks setup --vf-sample 1"
+            ) in plugin.stdout.splitlines()

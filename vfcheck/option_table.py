@@ -252,17 +252,21 @@ class Option:
             raise OptionError(f"{where}: cannot write {path}: {problem}")
         return path
 
-    def words(self, flag: str, value: Any) -> list[str]:
-        """`value` as command-line words after `flag` (none for the default)."""
+    def words(self, flag: str, value: Any, *, front: Front = "cli") -> list[str]:
+        """`value` as command-line words after `flag` (none for the default). A path for
+        pytest is one word, `--vf-path=DIR`: pytest computes its rootdir before it knows
+        plugin options, and takes the value of `--vf-path DIR` for a test path."""
         if value == self.default or value is None:
             return []
         if self.kind == "flag":
             return [flag] if value else []
         if self.kind == "pairs":
             return [w for k, v in value.items() for w in (flag, f"{k}={_arg_text(v)}")]
-        if self.repeat:
-            return [w for item in value for w in (flag, _text_of(item, self.kind))]
-        return [flag, _text_of(value, self.kind)]
+        items = value if self.repeat else [value]
+        texts = [_text_of(item, self.kind) for item in items]
+        if front == "pytest" and self.kind == "path":
+            return [f"{flag}={text}" for text in texts]
+        return [w for text in texts for w in (flag, text)]
 
 
 def _text_of(value: Any, kind: Kind = "text") -> str:
@@ -320,7 +324,7 @@ OPTIONS: tuple[Option, ...] = (
            "else 0", key="seed", cli=("--seed",), pytest="--vf-seed",
            commands=("check", "run", "mock-server"), metavar="N"),
     Option("golden_dir", "path", "where golden traces live", default="",
-           shown_default="`golden/` beside pyproject.toml",
+           shown_default="`golden/` beside the pyproject.toml nearest the working directory",
            key="golden_dir",
            cli=("--golden-dir",), pytest="--vf-golden-dir", metavar="DIR", path="golden"),
     Option("golden_update", "flag", "write golden traces (and remove unused ones)",

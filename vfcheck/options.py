@@ -62,6 +62,14 @@ class CheckOptions:
     working directory, else the working directory. Golden traces are written only inside
     it, or inside a golden dir the user named."""
 
+    @property
+    def golden_write_root(self) -> str:
+        """The only folder golden traces may be written below: the golden dir the user
+        named (command line or pyproject.toml), else the project."""
+        if self.golden_dir_from != "default":
+            return self.golden_dir
+        return self.project_dir or str(Path.cwd())
+
     def as_dict(self) -> dict[str, Any]:
         """What travels to the check worker (JSON)."""
         return asdict(self)
@@ -81,7 +89,7 @@ class CheckOptions:
                 continue
             if option.name == "golden_dir" and self.golden_dir_from != "command line":
                 continue  # the default, or pyproject.toml's: found again where it is replayed
-            words += option.words(flag, getattr(self, option.name))
+            words += option.words(flag, getattr(self, option.name), front=front)
         return words
 
     def record_golden_command(self, env_id: str, *, pytest: bool) -> str:
@@ -158,17 +166,19 @@ def pyproject_settings(pyproject: Path) -> dict[str, Any]:
 
 
 def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front = "cli",
-            pyproject: bool = True, environ: Mapping[str, str] | None = None,
-            pyproject_from: Path | None = None) -> Resolved:
+            pyproject: bool = True, environ: Mapping[str, str] | None = None) -> Resolved:
     """Every option of a run, checked: `[tool.vfcheck]` of the pyproject.toml nearest `cwd`
     (relative paths there are relative to its folder), then the environment, then what the
     command line gave (`None` = not given; relative paths relative to `cwd`), which wins.
     Raises OptionError for the first bad value (or unknown key), before any work starts.
-    `pyproject_from`: where the pyproject.toml lookup starts instead (pytest's rootdir)."""
+
+    `cwd` is the working directory the user invoked vfcheck in, for both front ends (never
+    pytest's rootdir, which lands elsewhere when pytest takes an option's value for a test
+    path): its project is the folder of the nearest pyproject.toml."""
     cwd = cwd.resolve()
     given = given or {}
     environ = os.environ if environ is None else environ
-    found = nearest_pyproject((pyproject_from or cwd).resolve())
+    found = nearest_pyproject(cwd)
     settings = pyproject_settings(found) if found is not None and pyproject else {}
     project = found.parent.resolve() if found is not None else cwd
     check, run = CheckOptions(project_dir=str(project)), RunOptions()
@@ -197,17 +207,33 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
             check.golden_dir_from = ("command line" if raw else
                                      "pyproject" if option.name in settings else "default")
     if not check.golden_dir:
-        check.golden_dir = str(project / "golden")
+        check.golden_dir = str((project / "golden").resolve())
     _check_usable(check, front)
     return Resolved(check, run)
 
 
 def _check_usable(options: CheckOptions, front: Front) -> None:
-    """What one value alone cannot tell: that the golden dir can be written when updating."""
+    """What one value alone cannot tell: that the golden dir can be written when updating,
+    and lies in the project (a `golden` link to another project's folder is refused)."""
     golden = Path(options.golden_dir)
-    if options.golden_update and (problem := unwritable(golden, folder=True)):
-        raise OptionError(f"{where_given(BY_NAME['golden_update'], front)}: cannot write "
-                          f"golden traces to {golden}: {problem}")
+    if not options.golden_update:
+        return
+    where = where_given(BY_NAME["golden_update"], front)
+    if problem := unwritable(golden, folder=True):
+        raise OptionError(f"{where}: cannot write golden traces to {golden}: {problem}")
+    if refused := write_refusal(golden, Path(options.golden_write_root)):
+        raise OptionError(f"{where}: {refused}")
+
+
+def write_refusal(path: Path, root: Path) -> str | None:
+    """Why golden traces may not be written at `path` (a file or folder), or None: only
+    below `root` (`CheckOptions.golden_write_root`), links resolved."""
+    target, allowed = path.resolve(), root.resolve()
+    if target == allowed or allowed in target.parents:
+        return None
+    return (f"vfcheck will not write {target}: it is outside {allowed}, where this run may "
+            "write golden traces (to write there, name the folder: --vf-golden-dir DIR, "
+            "--golden-dir DIR or [tool.vfcheck] golden_dir)")
 
 
 def resolve_options(start: Path, given: Mapping[str, Any] | None = None, *,

@@ -12,6 +12,7 @@ Nothing here imports verifiers.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -44,16 +45,36 @@ def pytest_given(config: pytest.Config) -> dict[str, Any]:
 
 
 def resolved_from_config(config: pytest.Config) -> Resolved:
-    """`[tool.vfcheck]` at or above the rootdir, overridden by the `--vf-*` options (whose
-    relative paths are relative to the working directory)."""
+    """`[tool.vfcheck]` of the pyproject.toml nearest the working directory, overridden by
+    the `--vf-*` options. Not pytest's rootdir: pytest computes it before plugin options are
+    known, so `--vf-path /other/project/envs` (two words) puts it in that other project."""
     from vfcheck.options import resolve
 
-    return resolve(config.invocation_params.dir, pytest_given(config), front="pytest",
-                   pyproject_from=config.rootpath)
+    return resolve(config.invocation_params.dir, pytest_given(config), front="pytest")
 
 
 def options_from_config(config: pytest.Config) -> CheckOptions:
     return resolved_from_config(config).check
+
+
+def rootdir_note(config: pytest.Config, options: CheckOptions) -> list[str]:
+    """A line when pytest put its rootdir in another project because it took the value of a
+    path option written as two words (`--vf-path /other/envs`) for a test path: pytest
+    computes the rootdir, and reads that project's config, before it loads plugins and
+    knows their options. vfcheck's own project does not move (`resolved_from_config`)."""
+    from vfcheck.option_table import OPTIONS
+
+    flags = {o.pytest for o in OPTIONS if o.pytest and o.kind == "path" and not o.pytest_owner}
+    args = [str(a) for a in config.invocation_params.args]
+    taken = [(flag, value) for flag, value in itertools.pairwise(args)
+             if flag in flags and (config.invocation_params.dir / value).exists()]
+    rootdir, project = config.rootpath.resolve(), Path(options.project_dir)
+    if not taken or rootdir == project:
+        return []
+    flag, value = taken[0]
+    return [f"vfcheck: pytest's rootdir {rootdir} is not this project ({project}): pytest "
+            f"took the value of {flag} for a test path; vfcheck's golden traces stay in "
+            f"{options.golden_dir}. Write {flag}={value} to keep pytest's rootdir here too."]
 
 
 class CheckFailed(Exception):
@@ -160,7 +181,7 @@ class VfcheckSession:
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         if not self.env_ids:
             return [f"vfcheck: library suite, verifiers {verifiers_version()}"]
-        return self.check_run.header()
+        return [*self.check_run.header(), *rootdir_note(config, self.options)]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The owner's line per env on its golden traces (as syrupy's snapshot summary)."""

@@ -78,16 +78,22 @@ class CheckRun:
 
     def header(self) -> list[str]:
         """What runs, and the command that runs it again (as pytest-randomly prints its
-        seed): the same lines in both front ends."""
+        seed), `rerun: ...` (a failing item's own line is `replay: ...`): the same lines in
+        both front ends."""
         from vfcheck import __version__
+        from vfcheck.checks import select
+        from vfcheck.options import shown_path
 
         o = self.options
-        return [
+        lines = [
             f"vfcheck {__version__} · verifiers {verifiers_version()} · envs "
             f"{', '.join(self.env_ids)} · harness {o.harness} · seed "
             f"{o.seed if o.seed is not None else 0} · sample {o.sample} · timeout {o.timeout:g}s",
-            f"replay: {self.replay_command()}",
         ]
+        if any(spec.family == "golden" for spec in select(o.families)):
+            mode = "update" if o.golden_update else "strict" if o.golden_strict else "compare"
+            lines.append(f"golden traces: {shown_path(Path(o.golden_dir))}/ ({mode})")
+        return [*lines, f"rerun: {self.replay_command()}"]
 
     # -- the run
 

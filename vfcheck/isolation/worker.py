@@ -212,6 +212,7 @@ class Worker:
             Path(options.golden_dir or "golden").resolve(), self.env_id,
             update=options.golden_update, strict=options.golden_strict,
             record=str(self.spec.get("golden_record") or ""),
+            write_root=Path(options.golden_write_root),
         )
 
     def golden_plan(self, tiers: list[Any], verifiers_version: str) -> Any:
@@ -248,8 +249,8 @@ class Worker:
             return finding("passed", f"no unused golden file in {folder}")
         listed = ", ".join(names)
         if book.update:
-            for path in unused:
-                path.unlink(missing_ok=True)
+            if refused := book.remove(unused):
+                return finding("error", refused, unused=names)
             return finding("passed", f"removed {len(unused)} unused golden file(s): {listed}",
                            removed=names)
         if book.strict:
