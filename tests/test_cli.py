@@ -176,3 +176,28 @@ def test_an_unknown_env_config_key_names_the_key(fixtures_dir: Path, tmp_path: P
     (load,) = [f for f in json.loads((tmp_path / "r.json").read_text())["envs"][0]["findings"]
                if f["check"] == "load"]
     assert "unknown config key" in load["message"] and "phrasez" in load["message"]
+
+
+def test_the_header_replay_line_runs_the_same_checks_in_both_front_ends(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    import shlex
+
+    done = vfcheck("check", "vfc-echo", "--path", str(fixtures_dir), "--checks", "setup",
+                   "--sample", "1", cwd=tmp_path)
+    header = done.stdout.splitlines()[:2]
+    assert header[0].startswith("vfcheck ") and " · sample 1 · timeout 60s" in header[0]
+    assert header[1] == ("rerun: vfcheck check vfc-echo --path "
+                         f"{shlex.quote(str(fixtures_dir))} --checks setup --sample 1")
+    words = shlex.split(header[1].removeprefix("rerun: "))
+    again = vfcheck(*words[1:], cwd=tmp_path)
+    assert (again.returncode, again.stdout.splitlines()[:2]) == (done.returncode, header)
+    plugin = subprocess.run(
+        [sys.executable, "-m", "pytest", "--vf-env", "vfc-echo", f"--vf-path={fixtures_dir}",
+         "--vf-checks", "setup", "--vf-sample", "1", "-p", "no:cacheprovider"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert plugin.returncode == 0, plugin.stdout[-2000:]
+    assert header[0] in plugin.stdout.splitlines()  # one header, both front ends
+    assert ("rerun: pytest --vf-env vfc-echo "
+            f"{shlex.quote(f'--vf-path={fixtures_dir}')} --vf-checks setup --vf-sample 1"
+            ) in plugin.stdout.splitlines()

@@ -99,3 +99,54 @@ def test_interrupting_pytest_vf_env_keeps_reports_and_leaves_no_process(
     assert 'name="setup[0]"' in junit.read_text()
     time.sleep(1)
     assert [pid for pid in children if alive(pid)] == []
+
+
+def check_run(fixtures_dir: Path, report: Path) -> list[str]:
+    return [sys.executable, "-m", "vfcheck", "check", "vfc-broken-setup-hang", "--path",
+            str(fixtures_dir), "--timeout", "120", "--json", str(report)]
+
+
+def outcomes_in(report: Path) -> dict[tuple[str, int | None], str]:
+    env = json.loads(report.read_text())["envs"][0]
+    return {(f["check"], (f["task"] or {}).get("index")): f["outcome"]
+            for f in env["findings"]}
+
+
+@pytest.mark.slow
+def test_a_second_interrupt_does_not_cut_the_report_short(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C twice (and SIGTERM) while the run stops its workers and writes its reports:
+    they wait until the findings are written."""
+    report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
+    proc, children = start_until([*check_run(fixtures_dir, report), "--junit-xml", str(junit)],
+                                 tmp_path, "setup[0] passed")
+    for sig in (signal.SIGINT, signal.SIGINT, signal.SIGTERM):
+        proc.send_signal(sig)
+        time.sleep(0.05)
+    proc.wait(timeout=60)
+    err = proc.stderr.read() if proc.stderr else ""
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err, err[-2000:]
+    found = outcomes_in(report)
+    assert found[("load", None)] == "passed" and found[("setup", 0)] == "passed"
+    assert 'name="setup[0]"' in junit.read_text()  # written once, at the end
+    time.sleep(1)
+    assert [pid for pid in children if alive(pid)] == []
+
+
+@pytest.mark.slow
+def test_a_killed_front_end_leaves_what_it_had_found(fixtures_dir: Path, tmp_path: Path) -> None:
+    """SIGKILL cannot be caught: the JSON report is written as findings arrive."""
+    from vfcheck.isolation.supervisor import kill_pids
+    from vfcheck.isolation.workdirs import sweep
+
+    report = tmp_path / "report.json"
+    proc, children = start_until(check_run(fixtures_dir, report), tmp_path, "setup[0] passed")
+    time.sleep(2)  # the report is rewritten at most once a second
+    proc.kill()
+    proc.wait(timeout=30)
+    kill_pids(children)  # the worker outlives its supervisor: this test stops it
+    sweep()
+    found = outcomes_in(report)
+    assert found[("load", None)] == "passed" and found[("setup", 0)] == "passed"

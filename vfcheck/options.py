@@ -1,79 +1,95 @@
-"""One option set for both front ends (`pytest --vf-*`, `vfcheck check --*`), also read
-from `[tool.vfcheck]` in pyproject.toml. The command line wins over the file."""
+"""The options of one check run, resolved: `CheckOptions` (what the check worker checks),
+`RunOptions` (what the front end does with the run), and `resolve`, which reads them from
+`[tool.vfcheck]` of the nearest pyproject.toml, the environment and the command line, in
+that order of precedence, and checks every value before any work starts. Every option, its
+default and what it allows are in one table, `vfcheck.option_table.OPTIONS`.
+"""
 
 from __future__ import annotations
 
-import tomllib
+import copy
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-DEFAULT_SAMPLE = 3
-DEFAULT_TIMEOUT = 60.0
+from vfcheck.option_table import (
+    BY_NAME,
+    OPTIONS,
+    Front,
+    GoldenFrom,
+    OptionError,
+    unwritable,
+    where_given,
+)
+from vfcheck.paths import shown_path, write_refusal
+
+__all__ = ["CheckOptions", "OptionError", "Resolved", "RunOptions", "resolve",
+           "resolve_options", "shown_path", "write_refusal"]
+
+
+def default_of(name: str) -> Callable[[], Any]:
+    """The table's default of option `name`, as a dataclass default factory (a fresh copy
+    each time: the default is written once, in `OPTIONS`)."""
+    return lambda: copy.deepcopy(BY_NAME[name].default)
 
 
 @dataclass
 class CheckOptions:
-    env_args: dict[str, Any] = field(default_factory=dict)
-    paths: list[str] = field(default_factory=list)
-    num_tasks: int | None = None
-    families: list[str] | None = None
-    sample: int = DEFAULT_SAMPLE
-    timeout: float = DEFAULT_TIMEOUT
-    harness: str = "fast"
-    script: str | None = None
-    seed: int | None = None
-    golden_dir: str = ""
-    """Where golden traces live (absolute once resolved; default `golden/` beside the
-    pyproject.toml, else under the start folder)."""
-    golden_dir_given: bool = False
-    """True when the command line named the golden dir (replay commands repeat it)."""
-    golden_update: bool = False
-    """Write golden traces (`--snapshot-update`, `--golden-update`)."""
-    golden_strict: bool = False
-    """A missing or unused golden trace fails (CI, once recorded)."""
-    wheels: str | None = None
-    """A folder of wheels the harness programs resolve their dependencies from, with no
-    package index (absolute once resolved; `vfcheck.episodes.harness_deps`)."""
+    """What a check worker checks and how, as the front end resolved it (paths absolute).
+    One field per `check` option of `OPTIONS`, plus where the golden traces are allowed."""
+
+    env_args: dict[str, Any] = field(default_factory=default_of("env_args"))
+    paths: list[str] = field(default_factory=default_of("paths"))
+    num_tasks: int | None = field(default_factory=default_of("num_tasks"))
+    families: list[str] | None = field(default_factory=default_of("families"))
+    sample: int = field(default_factory=default_of("sample"))
+    timeout: float = field(default_factory=default_of("timeout"))
+    harness: Literal["env", "fast"] = field(default_factory=default_of("harness"))
+    script: str | None = field(default_factory=default_of("script"))
+    seed: int | None = field(default_factory=default_of("seed"))
+    golden_dir: str = field(default_factory=default_of("golden_dir"))
+    """Where golden traces live (absolute once resolved)."""
+    golden_update: bool = field(default_factory=default_of("golden_update"))
+    golden_strict: bool = field(default_factory=default_of("golden_strict"))
+    wheels: str | None = field(default_factory=default_of("wheels"))
+    golden_dir_from: GoldenFrom = "default"
+    """Who named the golden dir: the command line (replay lines repeat it), pyproject.toml,
+    or nobody (`golden/` of the project)."""
+    project_dir: str = ""
+    """The project vfcheck was invoked in: the folder of the pyproject.toml nearest the
+    working directory, else the working directory. Golden traces are written only inside
+    it, or inside a golden dir the user named."""
+
+    @property
+    def golden_write_root(self) -> str:
+        """The only folder golden traces may be written below: the golden dir the user
+        named (command line or pyproject.toml), else the project."""
+        if self.golden_dir_from != "default":
+            return self.golden_dir
+        return self.project_dir or str(Path.cwd())
 
     def as_dict(self) -> dict[str, Any]:
+        """What travels to the check worker (JSON)."""
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CheckOptions:
+    def from_dict(cls, data: Mapping[str, Any]) -> CheckOptions:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def replay_args(self, *, pytest: bool) -> list[str]:
         """The options as command-line words, to print a replayable command line."""
-        prefix = "--vf-" if pytest else "--"
+        front: Front = "pytest" if pytest else "cli"
         words: list[str] = []
-        for key, value in self.env_args.items():
-            words += [f"{prefix}env-arg", f"{key}={value}"]
-        for path in self.paths:
-            words += [f"{prefix}path", path]
-        if self.num_tasks is not None:
-            words += [f"{prefix}num-tasks", str(self.num_tasks)]
-        if self.families:
-            words += [f"{prefix}checks", ",".join(self.families)]
-        if self.sample != DEFAULT_SAMPLE:
-            words += [f"{prefix}sample", str(self.sample)]
-        if self.timeout != DEFAULT_TIMEOUT:
-            words += [f"{prefix}timeout", f"{self.timeout:g}"]
-        if self.harness != "fast":
-            words += [f"{prefix}harness", self.harness]
-        if self.script:
-            words += [f"{prefix}script", self.script]
-        if self.seed is not None:
-            words += [f"{prefix}seed", str(self.seed)]
-        if self.golden_dir_given:
-            from vfcheck.traces.golden import shown_path
-
-            words += [f"{prefix}golden-dir", shown_path(Path(self.golden_dir))]
-        if self.golden_strict:
-            words += [f"{prefix}golden-strict"]
-        if self.wheels:
-            words += [f"{prefix}wheels", self.wheels]
+        for option in OPTIONS:
+            flag = option.flag_for(front)
+            if option.scope != "check" or not option.replay or flag is None:
+                continue
+            if option.name == "golden_dir" and self.golden_dir_from != "command line":
+                continue  # the default, or pyproject.toml's: found again where it is replayed
+            words += option.words(flag, getattr(self, option.name), front=front)
         return words
 
     def record_golden_command(self, env_id: str, *, pytest: bool) -> str:
@@ -88,6 +104,31 @@ class CheckOptions:
         return shlex.join(["vfcheck", "check", env_id, *words, "--golden-update"])
 
 
+@dataclass
+class RunOptions:
+    """What the front end does with a run: one field per `run` option of `OPTIONS`."""
+
+    envs: list[str] = field(default_factory=default_of("envs"))
+    json: str | None = field(default_factory=default_of("json"))
+    junit_xml: str | None = field(default_factory=default_of("junit_xml"))
+    from_validate: str | None = field(default_factory=default_of("from_validate"))
+    only: list[str] = field(default_factory=default_of("only"))
+    library: bool = field(default_factory=default_of("library"))
+    no_baseline: bool = field(default_factory=default_of("no_baseline"))
+    envs_at_once: int = field(default_factory=default_of("envs_at_once"))
+    """Measured on 2 cores: ten envs at once, four of them on the env tier, pushed env-tier
+    episodes past the 60 s per-episode deadline; so the default is the core count."""
+
+
+@dataclass
+class Resolved:
+    check: CheckOptions
+    run: RunOptions
+
+
+# -- resolving
+
+
 def nearest_pyproject(start: Path) -> Path | None:
     for folder in [start, *start.parents]:
         candidate = folder / "pyproject.toml"
@@ -96,68 +137,95 @@ def nearest_pyproject(start: Path) -> Path | None:
     return None
 
 
-def pyproject_settings(start: Path) -> dict[str, Any]:
-    """`[tool.vfcheck]` of the nearest pyproject.toml at or above `start` (else {})."""
-    candidate = nearest_pyproject(start)
-    if candidate is None:
-        return {}
+def pyproject_settings(pyproject: Path) -> dict[str, Any]:
+    """`[tool.vfcheck]` of `pyproject`, by option name; an unknown key is an OptionError
+    that names the closest known one."""
+    import difflib
+    import tomllib
+
+    label = f"{shown_path(pyproject)}: [tool.vfcheck]"
     try:
-        data = tomllib.loads(candidate.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"{candidate}: {e}") from e
+        data = tomllib.loads(pyproject.read_text())
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as e:
+        raise OptionError(f"{shown_path(pyproject)}: {e}") from e
     section = data.get("tool", {}).get("vfcheck", {})
-    return {k.replace("-", "_"): v for k, v in section.items()}
+    if not isinstance(section, dict):
+        raise OptionError(f"{label} is not a table")
+    by_key = {k: option for option in OPTIONS if option.key
+              for k in (option.key, *option.key_aliases)}
+    settings: dict[str, Any] = {}
+    for key, value in section.items():
+        option = by_key.get(key.replace("-", "_"))
+        if option is None:
+            known = [o.key for o in OPTIONS if o.key]
+            close = difflib.get_close_matches(key.replace("-", "_"), known, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known)}"
+            raise OptionError(f"{label}: unknown key {key!r} ({hint})")
+        settings[option.name] = value
+    return settings
 
 
-def resolve_options(
-    start: Path,
-    *,
-    env_args: list[str] | None = None,
-    paths: list[str] | None = None,
-    checks: str | None = None,
-    golden_dir: str | None = None,
-    wheels: str | None = None,
-    wheels_flag: str = "--wheels",
-    **given: Any,
-) -> CheckOptions:
-    """The options of one run, for both front ends: `[tool.vfcheck]` of the nearest
-    pyproject.toml at or above `start`, overridden by what the command line gave (`None` =
-    not given). A golden dir or wheel folder given on the command line is relative to the
-    working directory; one in pyproject.toml, and the default `golden`, to the
-    pyproject.toml's folder (else `start`). Raises ValueError (or ScriptError) for an unknown
-    family, a broken script or a missing wheel folder: usage errors, reported before any
-    env runs."""
-    from vfcheck.checks import select
-    from vfcheck.episodes.harness_deps import wheel_folder
-    from vfcheck.episodes.offline import parse_env_arg
-    from vfcheck.script import Script
+def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front = "cli",
+            pyproject: bool = True, environ: Mapping[str, str] | None = None) -> Resolved:
+    """Every option of a run, checked: `[tool.vfcheck]` of the pyproject.toml nearest `cwd`
+    (relative paths there are relative to its folder), then the environment, then what the
+    command line gave (`None` = not given; relative paths relative to `cwd`), which wins.
+    Raises OptionError for the first bad value (or unknown key), before any work starts.
 
-    settings = pyproject_settings(start)
-    options = CheckOptions.from_dict(settings)
-    pyproject = nearest_pyproject(start)
-    base = pyproject.parent if pyproject is not None else start
-    if golden_dir:
-        options.golden_dir = str(Path(golden_dir).resolve())
-        options.golden_dir_given = True
-    else:
-        options.golden_dir = str((base / (options.golden_dir or "golden")).resolve())
-    if wheels:
-        options.wheels = str(wheel_folder(wheels, Path.cwd(), wheels_flag))
-    elif options.wheels:
-        options.wheels = str(wheel_folder(options.wheels, base,
-                                          f"{pyproject}: [tool.vfcheck] wheels"))
-    if settings.get("checks") and not options.families:
-        options.families = [str(c) for c in settings["checks"]]
-    if env_args:
-        options.env_args = {**options.env_args, **dict(parse_env_arg(a) for a in env_args)}
-    if paths:
-        options.paths = [*paths, *options.paths]
-    for attr, value in given.items():
-        if value is not None:
-            setattr(options, attr, str(value) if attr == "script" else value)
-    if checks:
-        options.families = [c.strip() for c in checks.split(",") if c.strip()]
-    select(options.families)
-    if options.script:
-        Script.load(Path(options.script))
-    return options
+    `cwd` is the working directory the user invoked vfcheck in, for both front ends (never
+    pytest's rootdir, which lands elsewhere when pytest takes an option's value for a test
+    path): its project is the folder of the nearest pyproject.toml."""
+    cwd = cwd.resolve()
+    given = given or {}
+    environ = os.environ if environ is None else environ
+    found = nearest_pyproject(cwd)
+    settings = pyproject_settings(found) if found is not None and pyproject else {}
+    project = found.parent.resolve() if found is not None else cwd
+    check, run = CheckOptions(project_dir=str(project)), RunOptions()
+    for option in OPTIONS:
+        target: Any = check if option.scope == "check" else run
+        sources: list[tuple[Any, str, bool, Path]] = []
+        if option.name in settings:
+            assert found is not None
+            sources.append((settings[option.name],
+                            f"{shown_path(found)}: [tool.vfcheck] {option.key}", False, project))
+        if option.env and environ.get(option.env):
+            sources.append((environ[option.env], f"environment variable {option.env}", True,
+                            cwd))
+        raw = given.get(option.name)
+        if raw is not None and raw != []:
+            sources.append((raw, where_given(option, front), True, cwd))
+        for value, where, text, base in sources:
+            parsed = option.parse(value, where, text=text, base=base)
+            current = getattr(target, option.name)
+            if option.kind == "pairs":
+                parsed = {**current, **parsed}
+            elif option.repeat:  # the command line's first, then pyproject.toml's
+                parsed = list(dict.fromkeys([*parsed, *current]))
+            setattr(target, option.name, parsed)
+        if option.name == "golden_dir":
+            check.golden_dir_from = ("command line" if raw else
+                                     "pyproject" if option.name in settings else "default")
+    if not check.golden_dir:
+        check.golden_dir = str((project / "golden").resolve())
+    _check_usable(check, front)
+    return Resolved(check, run)
+
+
+def _check_usable(options: CheckOptions, front: Front) -> None:
+    """What one value alone cannot tell: that the golden dir can be written when updating,
+    and lies in the project (a `golden` link to another project's folder is refused)."""
+    golden = Path(options.golden_dir)
+    if not options.golden_update:
+        return
+    where = where_given(BY_NAME["golden_update"], front)
+    if problem := unwritable(golden, folder=True):
+        raise OptionError(f"{where}: cannot write golden traces to {golden}: {problem}")
+    if refused := write_refusal(golden, Path(options.golden_write_root)):
+        raise OptionError(f"{where}: {refused}")
+
+
+def resolve_options(start: Path, given: Mapping[str, Any] | None = None, *,
+                    front: Front = "cli") -> CheckOptions:
+    """The check options of a run started in `start` (see `resolve`)."""
+    return resolve(start, given, front=front).check

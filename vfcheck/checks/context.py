@@ -23,18 +23,20 @@ T = TypeVar("T")
 
 
 class CheckContext:
-    def __init__(self, env_id: str, spec: dict[str, Any]) -> None:
+    def __init__(self, env_id: str, spec: dict[str, Any], options: Any) -> None:
         self.env_id = env_id
         self.spec = spec
-        """The worker spec's options (`vfcheck.isolation.supervisor` writes it)."""
-        self.timeout: float = float(spec.get("timeout", 60.0))
-        self.harness: Literal["env", "fast"] = spec.get("harness") or "fast"
-        self.env_args: dict[str, Any] = spec.get("env_args") or {}
-        self.num_tasks: int | None = spec.get("num_tasks")
-        self.sample_size: int = int(spec.get("sample", 3))
-        self.script: str | None = spec.get("script")
-        self.seed: int = int(spec["seed"]) if spec.get("seed") is not None else 0
-        self.golden: dict[str, Any] = spec.get("golden") or {}
+        """The worker spec: the resolved options (`spec["options"]`) and this run's state,
+        as `vfcheck.isolation.supervisor` writes it."""
+        self.options = options
+        """`vfcheck.options.CheckOptions` as the front end resolved them (the worker reads
+        them from the spec; this layer does not import the option table)."""
+        self.timeout: float = self.options.timeout
+        self.harness: Literal["env", "fast"] = self.options.harness
+        self.env_args: dict[str, Any] = self.options.env_args
+        self.num_tasks: int | None = self.options.num_tasks
+        self.script: str | None = self.options.script
+        self.seed: int = self.options.seed if self.options.seed is not None else 0
         self.skip: set[tuple[str, int | None]] = {(c, i) for c, i in spec.get("skip", [])}
         # filled by the `load` check
         self.env: Any = None
@@ -74,7 +76,7 @@ class CheckContext:
     @property
     def sample(self) -> list[int]:
         """The tasks the episode families play: the first `--sample` of the taskset."""
-        return [t.data.idx for t in self.tasks[: self.sample_size]]
+        return [t.data.idx for t in self.tasks[: self.options.sample]]
 
     @functools.cached_property
     def identities(self) -> dict[int, tuple[str, str]]:
@@ -126,16 +128,18 @@ class CheckContext:
         """The env's golden folder as this run treats it (`golden` and `golden.unused`)."""
         from vfcheck.traces.golden import GoldenBook
 
+        options = self.options
         return GoldenBook(
-            Path(self.golden.get("dir") or "golden").resolve(), self.env_id,
-            update=bool(self.golden.get("update")), strict=bool(self.golden.get("strict")),
-            record=str(self.golden.get("record") or ""),
+            Path(options.golden_dir or "golden").resolve(), self.env_id,
+            update=options.golden_update, strict=options.golden_strict,
+            record=str(self.spec.get("golden_record") or ""),
+            write_root=Path(options.golden_write_root),
         )
 
     def base_policy(self) -> Any:
         """The user's script as the mock's base policy (None: the built-in default)."""
         script = self.script_file
-        return None if script is None else script.policy(self.spec.get("seed"))
+        return None if script is None else script.policy(self.options.seed)
 
     @functools.cached_property
     def script_file(self) -> Any:

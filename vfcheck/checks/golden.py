@@ -87,8 +87,8 @@ async def golden_unused(ctx: CheckContext, _: Any) -> Finding:
         return ctx.finding("golden.unused", None, "passed", f"no unused golden file in {folder}")
     listed = ", ".join(names)
     if book.update:
-        for path in unused:
-            path.unlink(missing_ok=True)
+        if refused := book.remove(unused):
+            return ctx.finding("golden.unused", None, "error", refused, unused=names)
         return ctx.finding("golden.unused", None, "passed",
                            f"removed {len(unused)} unused golden file(s): {listed}",
                            removed=names)

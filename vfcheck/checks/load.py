@@ -223,8 +223,7 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
 
 def hash_spec(ctx: CheckContext) -> dict[str, Any]:
     """What the fresh interpreter of `determinism.load` needs to load the env alike."""
-    return {k: ctx.spec.get(k) for k in ("env_id", "env_args", "paths", "num_tasks",
-                                         "harness")}
+    return {"env_id": ctx.env_id, "options": ctx.spec["options"]}
 
 
 def start_fresh_load(ctx: CheckContext) -> None:

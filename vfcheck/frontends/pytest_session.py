@@ -12,14 +12,10 @@ Nothing here imports verifiers.
 
 from __future__ import annotations
 
-import importlib.metadata
+import itertools
 import json
-import shlex
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -27,32 +23,58 @@ from typing import Any
 import pytest
 
 from vfcheck.checks import BY_ID
+from vfcheck.exits import EXIT_SIGINT
 from vfcheck.findings import Finding
-from vfcheck.frontends.report import json_report, write_json
+from vfcheck.frontends.run import CheckRun, verifiers_version
 from vfcheck.isolation.events import EventLog, Unit
-from vfcheck.isolation.supervisor import EnvCheck, event_file, expected_units
-from vfcheck.options import CheckOptions
+from vfcheck.isolation.supervisor import event_file, expected_units
+from vfcheck.options import CheckOptions, Resolved
 
 RUN_DIR_KEY = "vfcheck_run_dir"
-EXIT_SIGINT, EXIT_SIGTERM = 130, 143
 LIBRARY_REPORT = "library.json"
 
 
-def options_from_config(config: pytest.Config) -> CheckOptions:
-    """`[tool.vfcheck]` at or above the rootdir, overridden by the `--vf-*` options."""
-    from vfcheck.options import resolve_options
+def pytest_given(config: pytest.Config) -> dict[str, Any]:
+    """What the command line gave for each option of the table that has a pytest flag
+    (None: not given); `--snapshot-update` is syrupy's (absent under `-p no:syrupy`) and
+    `--junit-xml` pytest's own."""
+    from vfcheck.option_table import OPTIONS
 
-    get = config.getoption
-    return resolve_options(
-        config.rootpath, env_args=get("vf_env_arg"), paths=get("vf_path"),
-        checks=get("vf_checks"), num_tasks=get("vf_num_tasks"), sample=get("vf_sample"),
-        timeout=get("vf_timeout"), harness=get("vf_harness"), script=get("vf_script"),
-        seed=get("vf_seed"), golden_dir=get("vf_golden_dir"),
-        golden_strict=get("vf_golden_strict"),
-        wheels=get("vf_wheels"), wheels_flag="--vf-wheels",
-        # syrupy's option (absent under `-p no:syrupy`)
-        golden_update=bool(getattr(config.option, "update_snapshots", False)) or None,
-    )
+    return {option.name: getattr(config.option, option.dest, None) or None
+            for option in OPTIONS if option.pytest is not None}
+
+
+def resolved_from_config(config: pytest.Config) -> Resolved:
+    """`[tool.vfcheck]` of the pyproject.toml nearest the working directory, overridden by
+    the `--vf-*` options. Not pytest's rootdir: pytest computes it before plugin options are
+    known, so `--vf-path /other/project/envs` (two words) puts it in that other project."""
+    from vfcheck.options import resolve
+
+    return resolve(config.invocation_params.dir, pytest_given(config), front="pytest")
+
+
+def options_from_config(config: pytest.Config) -> CheckOptions:
+    return resolved_from_config(config).check
+
+
+def rootdir_note(config: pytest.Config, options: CheckOptions) -> list[str]:
+    """A line when pytest put its rootdir in another project because it took the value of a
+    path option written as two words (`--vf-path /other/envs`) for a test path: pytest
+    computes the rootdir, and reads that project's config, before it loads plugins and
+    knows their options. vfcheck's own project does not move (`resolved_from_config`)."""
+    from vfcheck.option_table import OPTIONS
+
+    flags = {o.pytest for o in OPTIONS if o.pytest and o.kind == "path" and not o.pytest_owner}
+    args = [str(a) for a in config.invocation_params.args]
+    taken = [(flag, value) for flag, value in itertools.pairwise(args)
+             if flag in flags and (config.invocation_params.dir / value).exists()]
+    rootdir, project = config.rootpath.resolve(), Path(options.project_dir)
+    if not taken or rootdir == project:
+        return []
+    flag, value = taken[0]
+    return [f"vfcheck: pytest's rootdir {rootdir} is not this project ({project}): pytest "
+            f"took the value of {flag} for a test path; vfcheck's golden traces stay in "
+            f"{options.golden_dir}. Write {flag}={value} to keep pytest's rootdir here too."]
 
 
 class CheckFailed(Exception):
@@ -68,18 +90,21 @@ class VfcheckSession:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.env_ids: list[str] = list(config.getoption("vf_env"))
+        from vfcheck.option_table import OptionError
+
         try:
-            self.options = options_from_config(config)
-        except Exception as e:
+            found = resolved_from_config(config)
+        except OptionError as e:
             raise pytest.UsageError(f"vfcheck: {e}") from e
-        self.only: list[str] = list(config.getoption("vf_only") or [])
-        self.checks: dict[str, EnvCheck] = {}
+        self.options, self.run_options = found.check, found.run
+        self.env_ids: list[str] = list(found.run.envs)
+        self.only: list[str] = list(found.run.only)
+        self.check_run = CheckRun(self.env_ids, self.options, self.run_options, front="pytest")
+        """The run, started and finished by the process that owns it (not an xdist
+        worker)."""
         self.run_dir: Path | None = None
         self.owner = False
-        self.library = bool(config.getoption("vf_library"))
-        self.terminated = False
-        self._previous_sigterm: Any = signal.SIG_DFL
+        self.library = found.run.library
         self._library_proc: subprocess.Popen[bytes] | None = None
 
     # -- the run
@@ -93,18 +118,15 @@ class VfcheckSession:
             self.run_dir = Path(self.config.workerinput[RUN_DIR_KEY])  # type: ignore[attr-defined]
             return
         self.owner = True
-        self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
-        self.run_dir = Path(tempfile.mkdtemp(prefix="vfcheck-pytest-"))
-        for env_id in self.env_ids:
-            check = EnvCheck(env_id, self.options, self.run_dir, pytest=True)
-            check.start()
-            self.checks[env_id] = check
+        self.check_run.start()  # SIGTERM becomes an orderly interrupt (exit 143)
+        self.run_dir = self.check_run.run_dir
+        assert self.run_dir is not None
         if self.library:
             # verifiers is imported there, not here; it runs while collection goes on.
             self._library_proc = subprocess.Popen(
                 [sys.executable, "-m", "vfcheck.library", "--json",
                  str(self.run_dir / LIBRARY_REPORT),
-                 *(["--no-baseline"] if self.config.getoption("vf_no_baseline") else [])],
+                 *(["--no-baseline"] if self.run_options.no_baseline else [])],
                 stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
 
     @pytest.hookimpl(optionalhook=True)
@@ -132,7 +154,7 @@ class VfcheckSession:
             added += [item for item in collected if isinstance(item, pytest.Item)]
         if self.library:
             library = LibraryCollector.from_parent(
-                session, name="verifiers", nodeid=f"verifiers@{_verifiers_version()}",
+                session, name="verifiers", nodeid=f"verifiers@{verifiers_version()}",
                 path=config.rootpath / "verifiers", vf=self)
             found: list[pytest.Item | pytest.Collector] = list(library.collect())
             session.ihook.pytest_collectreport(report=pytest.CollectReport(
@@ -158,13 +180,8 @@ class VfcheckSession:
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         if not self.env_ids:
-            return [f"vfcheck: library suite, verifiers {_verifiers_version()}"]
-        seed = self.options.seed if self.options.seed is not None else 0
-        return [
-            f"vfcheck: verifiers {importlib.metadata.version('verifiers')}, envs "
-            f"{', '.join(self.env_ids)}, harness {self.options.harness}, seed {seed}, "
-            f"sample {self.options.sample}, timeout {self.options.timeout:g}s"
-        ]
+            return [f"vfcheck: library suite, verifiers {verifiers_version()}"]
+        return [*self.check_run.header(), *rootdir_note(config, self.options)]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The owner's line per env on its golden traces (as syrupy's snapshot summary)."""
@@ -172,46 +189,39 @@ class VfcheckSession:
 
         if not self.owner:
             return
-        lines = [line for check in self.checks.values()
-                 if (line := golden_summary(check.report())) is not None]
+        lines = [line for report in self.check_run.reports()
+                 if (line := golden_summary(report)) is not None]
         if lines:
             terminalreporter.write_sep("-", "vfcheck golden traces")
             for line in lines:
                 terminalreporter.write_line(line)
 
-    def _on_sigterm(self, signum: int, frame: Any) -> None:
-        """SIGTERM (CI cancelling a job) ends the session as Ctrl-C does, so that reports
-        are written and workers stopped; the exit code then says terminated (143)."""
-        self.terminated = True
-        raise KeyboardInterrupt
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """The JSON report of what was found so far, as items end (`CheckRun.checkpoint`)."""
+        if self.owner and report.when == "teardown":
+            self.check_run.checkpoint()
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """Ctrl-C, or SIGTERM (CI cancelling a job: `vfcheck.exits.Terminated`, which ends
+        the session as Ctrl-C does, so that reports are written and workers stopped)."""
+        if isinstance(excinfo.value, KeyboardInterrupt):  # not `pytest.exit()`
+            self.check_run.interrupted(excinfo.value)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.owner:
             return
-        signal.signal(signal.SIGTERM, self._previous_sigterm)
-        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
-            # as `vfcheck check`: 130 interrupted (SIGINT), 143 terminated (SIGTERM)
-            session.exitstatus = EXIT_SIGTERM if self.terminated else EXIT_SIGINT
-        for check in self.checks.values():
-            if not check.log.final:
-                check.stop()  # -x, -k, an interrupt: don't leave workers running
-        json_path = self.config.getoption("vf_json")
-        if json_path:
-            reports = [check.report() for check in self.checks.values()]
-            write_json(Path(json_path), json_report(
-                reports, verifiers=importlib.metadata.version("verifiers"),
-                seed=self.options.seed))
-        if self._library_proc is not None and self._library_proc.poll() is None:
-            self._library_proc.kill()
-        if self.run_dir is not None:
-            shutil.rmtree(self.run_dir, ignore_errors=True)
-        from vfcheck.isolation.workdirs import sweep
-
-        sweep()  # work dirs of workers killed at a hard deadline or by the stop above
+        try:
+            self.check_run.finish()  # -x, -k, an interrupt: stops the workers left
+            if session.exitstatus == pytest.ExitCode.INTERRUPTED or self.check_run.interrupt:
+                # as `vfcheck check`: 130 interrupted (SIGINT), 143 terminated (SIGTERM)
+                session.exitstatus = self.check_run.interrupt or EXIT_SIGINT
+            if self._library_proc is not None and self._library_proc.poll() is None:
+                self._library_proc.kill()
+        finally:
+            self.check_run.close()
 
     def replay_command(self, env_id: str, item_name: str) -> str:
-        return shlex.join(["pytest", "--vf-env", env_id,
-                           *self.options.replay_args(pytest=True), "--vf-only", item_name])
+        return self.check_run.replay_command("--vf-only", item_name, env_ids=[env_id])
 
 
 class EnvCollector(pytest.Collector):
@@ -236,10 +246,6 @@ class EnvCollector(pytest.Collector):
                                   unit=u)
             for u in units
         ]
-
-
-def _verifiers_version() -> str:
-    return importlib.metadata.version("verifiers")
 
 
 class LibraryCollector(pytest.Collector):

@@ -10,6 +10,7 @@ from typing import Any
 from rich.table import Table
 
 from vfcheck.findings import EnvReport, Finding
+from vfcheck.paths import shown_path
 
 
 def table_cell(text: str, limit: int = 80) -> str:
@@ -55,18 +56,23 @@ def failure_text(env: EnvReport) -> list[str]:
 
 
 GOLDEN_ACTIONS = ("matched", "recorded", "updated", "missing", "mismatch", "corrupt",
-                  "nondeterministic")
+                  "nondeterministic", "refused")
 
 
 def golden_summary(env: EnvReport) -> str | None:
-    """One line on the env's golden traces, syrupy's summary for vfcheck's items:
-    `vfc-echo golden traces: 2 matched, 1 recorded; 1 unused: golden/vfc-echo/old.json`."""
+    """One line on the env's golden traces, syrupy's summary for vfcheck's items, with the
+    folder they are in: `vfc-echo golden traces: 2 matched, 1 recorded in golden/vfc-echo;
+    1 unused: golden/vfc-echo/old.json`."""
     actions: dict[str, int] = {}
     unused: list[str] = []
+    folders: set[str] = set()
     for f in env.findings:
         if f.check == "golden":
-            action = (f.details.get("golden") or {}).get("action", f.outcome)
+            golden = f.details.get("golden") or {}
+            action = golden.get("action", f.outcome)
             actions[action] = actions.get(action, 0) + 1
+            if golden.get("path"):
+                folders.add(shown_path(Path(golden["path"]).parent))
         elif f.check == "golden.unused":
             unused = list(f.details.get("unused") or [])
             if f.details.get("removed"):
@@ -77,6 +83,8 @@ def golden_summary(env: EnvReport) -> str | None:
     parts = [f"{actions[a]} {a}" for a in sorted(actions, key=lambda a: (
         order.index(a) if a in order else len(order), a))]
     line = f"{env.id} golden traces: {', '.join(parts) or 'none'}"
+    if folders:
+        line += f" in {', '.join(sorted(folders))}"
     if unused:
         line += f"; {len(unused)} unused: {', '.join(unused)}"
     return line

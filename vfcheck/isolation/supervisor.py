@@ -36,11 +36,6 @@ IMPORT_DEADLINE = 180.0
 EXIT_GRACE = 5.0
 """Seconds a worker may linger after `done` (threads of env code) before it is killed."""
 MAX_RESTARTS = 5
-ENVS_AT_ONCE = int(os.environ.get("VFCHECK_ENVS_AT_ONCE") or max(2, os.cpu_count() or 2))
-"""Env workers running at once in one front end (`VFCHECK_ENVS_AT_ONCE`, default the core
-count, at least 2); the others queue. Measured on 2 cores: ten envs at once, four of them on
-the env tier, pushed env-tier episodes past the 60 s per-episode deadline."""
-_env_slots = threading.BoundedSemaphore(ENVS_AT_ONCE)
 
 
 def event_file(run_dir: Path, env_id: str, options: CheckOptions) -> Path:
@@ -61,9 +56,12 @@ class EnvCheck:
     """One env's check run: `start()` it, then read `log` (or `report()` when `final`)."""
 
     def __init__(self, env_id: str, options: CheckOptions, run_dir: Path, *,
-                 pytest: bool = False) -> None:
+                 slots: threading.Semaphore, pytest: bool = False) -> None:
         self.env_id = env_id
         self.options = options
+        self.slots = slots
+        """Env workers running at once in the front end (`RunOptions.envs_at_once`): the
+        other envs' checks queue."""
         self.pytest = pytest
         """Which front end asked: the golden items name its command to record them."""
         self.path = event_file(run_dir, env_id, options)
@@ -94,14 +92,11 @@ class EnvCheck:
             self._thread.join(timeout)
 
     def _spec(self, skip: set[Unit], isolate: set[Unit]) -> dict[str, Any]:
-        o = self.options
+        """The worker's JSON spec: the options as resolved, plus this run's state."""
         return {
-            "env_id": self.env_id, "events": str(self.path), "env_args": o.env_args,
-            "paths": o.paths, "num_tasks": o.num_tasks, "families": o.families,
-            "sample": o.sample, "timeout": o.timeout, "harness": o.harness,
-            "script": o.script, "seed": o.seed, "wheels": o.wheels,
-            "golden": {"dir": o.golden_dir, "update": o.golden_update, "strict": o.golden_strict,
-                       "record": o.record_golden_command(self.env_id, pytest=self.pytest)},
+            "env_id": self.env_id, "events": str(self.path), "options": self.options.as_dict(),
+            "golden_record": self.options.record_golden_command(self.env_id,
+                                                                 pytest=self.pytest),
             "skip": sorted(skip, key=str), "isolate": sorted(isolate, key=str),
             "setup_failed": sorted(
                 i for (check, i), f in self.log.findings.items()
@@ -127,7 +122,7 @@ class EnvCheck:
         isolate: set[Unit] = set()
         slot = False
         try:
-            while not (slot := _env_slots.acquire(timeout=0.2)):
+            while not (slot := self.slots.acquire(timeout=0.2)):
                 if self._stop.is_set():
                     return
             for _ in range(MAX_RESTARTS + 1):
@@ -159,7 +154,7 @@ class EnvCheck:
             self._give_up()
         finally:
             if slot:
-                _env_slots.release()
+                self.slots.release()
             self.log.poll()
             self._emit("final")
 

@@ -29,13 +29,12 @@ import signal
 import site
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
+from vfcheck.exits import EXIT_SIGTERM, Terminated, sigterm_interrupts
 from vfcheck.isolation.processes import kill_pids, running_inside, start_time
 
 ROOT_NAME = "vfcheck-work"
@@ -164,10 +163,6 @@ def _real_dirs(home: Path) -> dict[str, str]:
     return dirs
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)
-
-
 @contextlib.contextmanager
 def owned() -> Iterator[Path]:
     """Run the body with HOME in a dir of this process's own (see the module doc): sweep
@@ -190,17 +185,17 @@ def owned() -> Iterator[Path]:
         "pid": os.getpid(), "start": start_time(os.getpid()),
         "uv_cache_dir": os.environ.get("UV_CACHE_DIR"),
     }))
-    # SIGTERM's default ends the process without `finally`: make it unwind (a handler the
-    # caller installed, such as the CLI's, is kept)
-    catch = (threading.current_thread() is threading.main_thread()
-             and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
-    if catch:
-        signal.signal(signal.SIGTERM, _on_sigterm)
+    # SIGTERM's default ends the process without `finally`: make it unwind, with vfcheck's
+    # one handler (a handler the caller installed, such as the front ends', is kept)
+    catch = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     try:
-        yield folder
+        with sigterm_interrupts() if catch else contextlib.nullcontext():
+            yield folder
+    except Terminated:
+        if not catch:
+            raise
+        raise SystemExit(EXIT_SIGTERM) from None  # this process ends here, quietly: 143
     finally:
-        if catch:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
         release(folder)
         for key, value in saved.items():
             if value is None:

@@ -28,6 +28,7 @@ from vfcheck.checks.registry import CheckSpec, Unit
 from vfcheck.episodes.offline import prepare_process_env
 from vfcheck.findings import Finding
 from vfcheck.isolation.events import append_event
+from vfcheck.options import CheckOptions
 
 UNIT_CONCURRENCY = 4
 """Task-scoped checks (setup, gold, noop) in flight at once; the episode-playing checks share
@@ -42,8 +43,8 @@ class Worker:
         self.spec = spec
         self.env_id: str = spec["env_id"]
         self.events = Path(spec["events"])
-        self.ctx = CheckContext(self.env_id, spec)
-        self.selected = REGISTRY.select(spec.get("families"))
+        self.ctx = CheckContext(self.env_id, spec, CheckOptions.from_dict(spec["options"]))
+        self.selected = REGISTRY.select(self.ctx.options.families)
 
     def emit(self, event: str, **data: Any) -> None:
         append_event(self.events, {"event": event, "t": time.time(), **data})
@@ -58,7 +59,7 @@ class Worker:
         """This run's units of `phase` that have no finding yet (`skip`)."""
         ctx = self.ctx
         wanted = {spec.id for spec in self.phase(phase)}
-        units = REGISTRY.units(self.spec.get("families"), [t.data.idx for t in ctx.tasks],
+        units = REGISTRY.units(ctx.options.families, [t.data.idx for t in ctx.tasks],
                                ctx.sample)
         return [u for u in units if u[0] in wanted and u not in ctx.skip]
 
@@ -163,7 +164,7 @@ class Worker:
 async def main_async(spec: dict[str, Any]) -> None:
     worker = Worker(spec)
     worker.emit("hello", pid=os.getpid())
-    prepare_process_env(spec.get("paths") or [], wheels=spec.get("wheels"))
+    prepare_process_env(worker.ctx.options.paths, wheels=worker.ctx.options.wheels)
     from vfcheck.checks import hygiene
 
     hygiene.become_subreaper()  # orphans of env code stay below the worker, in view
@@ -179,11 +180,11 @@ def print_hashes(spec: dict[str, Any]) -> None:
     from vfcheck.checks.load import no_network, task_hashes
     from vfcheck.episodes.runner import load_env, load_tasks
 
-    prepare_process_env(spec.get("paths") or [])
+    options = CheckOptions.from_dict(spec["options"])
+    prepare_process_env(options.paths)
     with no_network([]):
-        env, _ = load_env(spec["env_id"], spec.get("env_args") or {},
-                          harness=spec.get("harness") or "fast")
-        tasks = load_tasks(env, spec.get("num_tasks"))
+        env, _ = load_env(spec["env_id"], options.env_args, harness=options.harness)
+        tasks = load_tasks(env, options.num_tasks)
     print(json.dumps(task_hashes(tasks)))
 
 

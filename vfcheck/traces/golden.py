@@ -25,6 +25,8 @@ from syrupy.data import Snapshot, SnapshotCollection
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from vfcheck.findings import Outcome
+from vfcheck.paths import shown_path as shown_path  # where it lived first
+from vfcheck.paths import write_refusal
 from vfcheck.traces.normalize import trace_diff
 
 FORMAT = 1
@@ -58,14 +60,6 @@ def file_stem(name: str) -> str:
 
 def env_folder(golden_dir: Path, env_id: str) -> Path:
     return golden_dir / file_stem(env_id)
-
-
-def shown_path(path: Path) -> str:
-    """`path` relative to the working directory when it is below it (messages, reports)."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 class GoldenExtension(JSONSnapshotExtension):
@@ -130,7 +124,7 @@ class Settled:
     outcome: Outcome
     observed: str
     action: str
-    """`matched`, `recorded`, `updated`, `missing`, `mismatch` or `corrupt`."""
+    """`matched`, `recorded`, `updated`, `missing`, `mismatch`, `corrupt` or `refused`."""
     diff: list[str] = field(default_factory=list)
 
 
@@ -144,15 +138,34 @@ class GoldenBook:
     update: bool = False
     strict: bool = False
     record: str = ""
+    write_root: Path | None = None
+    """Writes (recording, updating, removing unused files) land only below this folder
+    (`CheckOptions.golden_write_root`), links resolved: a golden folder that links into
+    another project is refused, not written through."""
     extension: GoldenExtension = field(default_factory=GoldenExtension)
 
     def path_of(self, identity: str) -> Path:
         return self.extension.path_of(self.golden_dir, self.env_id, identity)
 
+    def refusal(self, path: Path) -> str | None:
+        """Why `path` may not be written, or None."""
+        return None if self.write_root is None else write_refusal(path, self.write_root)
+
+    def remove(self, paths: Sequence[Path]) -> str | None:
+        """Remove unused golden files; the refusal instead if one of them may not be."""
+        for path in paths:
+            if refused := self.refusal(path):
+                return refused
+        for path in paths:
+            path.unlink(missing_ok=True)
+        return None
+
     def settle(self, identity: str, document: dict[str, Any]) -> Settled:
         """Compare `document` with the stored golden trace (writing it when updating)."""
         path = self.path_of(identity)
         shown = shown_path(path)
+        if self.update and (refused := self.refusal(path)):
+            return Settled("error", refused, "refused")
         text = str(self.extension.serialize(document))
         stored_text = self.extension.read(path)
         if stored_text is None:

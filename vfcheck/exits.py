@@ -1,0 +1,81 @@
+"""How a vfcheck process ends: its exit codes, and SIGTERM as an orderly interrupt.
+
+Defined once for both front ends, `vfcheck run` and the check worker. SIGTERM (CI cancelling a
+job) raises `Terminated`, a `KeyboardInterrupt`: it unwinds exactly as Ctrl-C does, so
+`finally` blocks run, pytest ends its session as interrupted and reports get written; only
+the exit code differs (143, not 130).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+EXIT_OK = 0
+"""Nothing failed or errored."""
+EXIT_FAILED = 1
+"""A check failed or errored (`vfcheck run`: an env that does not load, an unfinished episode)."""
+EXIT_USAGE = 2
+"""A usage error, reported before any work starts (pytest's own code for it is 4)."""
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, as Ctrl-C's KeyboardInterrupt is."""
+
+
+def raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
+def interrupt_code(interrupt: BaseException) -> int:
+    """130 for Ctrl-C, 143 for SIGTERM."""
+    return EXIT_SIGTERM if isinstance(interrupt, Terminated) else EXIT_SIGINT
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[bool]:
+    """In the body SIGTERM raises `Terminated`; yields whether it does (signal handlers
+    belong to the main thread: elsewhere nothing changes). The previous handler comes back."""
+    if not _in_main_thread():
+        yield False
+        return
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield True
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def raise_interrupt(code: int) -> None:
+    """Raise the interrupt a signal deferred by `deferred_interrupts` stands for."""
+    raise Terminated() if code == EXIT_SIGTERM else KeyboardInterrupt()
+
+
+@contextlib.contextmanager
+def deferred_interrupts() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM wait until the body is done: for writing what was found, which a
+    second Ctrl-C must not cut short. Yields the exit codes of the signals that arrived
+    meanwhile (the caller decides what they mean)."""
+    arrived: list[int] = []
+    if not _in_main_thread():
+        yield arrived
+        return
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        arrived.append(EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT)
+
+    previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield arrived
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,192 @@
+"""One check run, the same for `vfcheck check` and `pytest --vf-env`: `CheckRun`.
+
+It owns the run's life: the header (what runs, and the command that runs it again), a temp
+run dir for the event logs, one supervised check worker per env (`EnvCheck`, at most
+`RunOptions.envs_at_once` at a time), SIGTERM as an orderly interrupt (`vfcheck.exits`), the
+JSON report, and at the end the sweep of work dirs that killed workers left and the removal
+of the run dir. The front ends only show findings: a table per env, or one pytest item each.
+
+Nothing here imports verifiers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.metadata
+import shlex
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from vfcheck.exits import (
+    EXIT_FAILED,
+    EXIT_OK,
+    deferred_interrupts,
+    interrupt_code,
+    raise_interrupt,
+    sigterm_interrupts,
+)
+
+if TYPE_CHECKING:
+    from vfcheck.findings import EnvReport
+    from vfcheck.isolation.supervisor import EnvCheck
+    from vfcheck.option_table import Front
+    from vfcheck.options import CheckOptions, RunOptions
+
+
+@functools.cache
+def verifiers_version() -> str:
+    """The installed verifiers (from its metadata: importing it costs seconds)."""
+    return importlib.metadata.version("verifiers")
+
+
+class CheckRun:
+    """The envs' checks of one front-end process: `start()`, follow `checks`, then
+    `finish()` (the reports, written out) and `close()` (or use it as a context manager)."""
+
+    def __init__(self, env_ids: list[str], options: CheckOptions, run: RunOptions, *,
+                 front: Front) -> None:
+        self.env_ids = env_ids
+        self.options = options
+        self.run = run
+        self.front: Front = front
+        self.run_dir: Path | None = None
+        self.checks: dict[str, EnvCheck] = {}
+        self.interrupt: int | None = None
+        """130 or 143 once the run was interrupted (SIGINT, SIGTERM)."""
+        self.finished = False
+        self._written: tuple[float, int] = (0.0, -1)
+        """When the JSON report was last written, with how many findings."""
+        self._cleanup = contextlib.ExitStack()
+
+    # -- what runs
+
+    def replay_command(self, *extra: str, env_ids: list[str] | None = None) -> str:
+        """The command line that runs these envs (or `env_ids`) again with these options,
+        followed by `extra` words (`--vf-only ITEM`)."""
+        envs = self.env_ids if env_ids is None else env_ids
+        words = self.options.replay_args(pytest=self.front == "pytest")
+        if self.front == "pytest":
+            return shlex.join(["pytest", *[w for e in envs for w in ("--vf-env", e)],
+                               *words, *extra])
+        return shlex.join(["vfcheck", "check", *envs, *words, *extra])
+
+    def header(self) -> list[str]:
+        """What runs, and the command that runs it again (as pytest-randomly prints its
+        seed), `rerun: ...` (a failing item's own line is `replay: ...`): the same lines in
+        both front ends."""
+        from vfcheck import __version__
+        from vfcheck.checks import select
+        from vfcheck.paths import shown_path
+
+        o = self.options
+        lines = [
+            f"vfcheck {__version__} · verifiers {verifiers_version()} · envs "
+            f"{', '.join(self.env_ids)} · harness {o.harness} · seed "
+            f"{o.seed if o.seed is not None else 0} · sample {o.sample} · timeout {o.timeout:g}s",
+        ]
+        if any(spec.family == "golden" for spec in select(o.families)):
+            mode = "update" if o.golden_update else "strict" if o.golden_strict else "compare"
+            lines.append(f"golden traces: {shown_path(Path(o.golden_dir))}/ ({mode})")
+        return [*lines, f"rerun: {self.replay_command()}"]
+
+    # -- the run
+
+    def start(self) -> None:
+        """SIGTERM raises `Terminated` from here on; the workers start (each env waits for
+        a slot)."""
+        from vfcheck.isolation.supervisor import EnvCheck
+
+        self._cleanup.enter_context(sigterm_interrupts())
+        self.run_dir = Path(tempfile.mkdtemp(prefix=f"vfcheck-{self.front}-"))
+        slots = threading.BoundedSemaphore(self.run.envs_at_once)
+        for env_id in self.env_ids:
+            check = EnvCheck(env_id, self.options, self.run_dir, slots=slots,
+                             pytest=self.front == "pytest")
+            self.checks[env_id] = check
+            check.start()
+
+    def interrupted(self, interrupt: BaseException) -> int:
+        """Note an interrupt (KeyboardInterrupt or `Terminated`); its exit code."""
+        if self.interrupt is None:
+            self.interrupt = interrupt_code(interrupt)
+        return self.interrupt
+
+    def reports(self) -> list[EnvReport]:
+        return [check.report() for check in self.checks.values()]
+
+    CHECKPOINT_EVERY = 1.0
+    """Seconds between two writes of the JSON report while the run goes on."""
+
+    def checkpoint(self) -> None:
+        """Write the JSON report of what was found so far, when there is more than last
+        time (at most once a `CHECKPOINT_EVERY`): even a front end killed outright
+        (SIGKILL, out of memory) leaves its findings behind. A signal meanwhile waits for
+        the write, then interrupts as it would have."""
+        if not self.run.json or time.monotonic() - self._written[0] < self.CHECKPOINT_EVERY:
+            return
+        with deferred_interrupts() as arrived:
+            reports = self.reports()
+            found = sum(len(report.findings) for report in reports)
+            if found != self._written[1]:
+                self._write(reports)
+        if arrived:
+            raise_interrupt(arrived[0])
+
+    def finish(self) -> list[EnvReport]:
+        """Stop the workers still running (an interrupt, `-x`, `-k`) and write the reports
+        with what was found. SIGINT and SIGTERM wait meanwhile, so a second Ctrl-C cannot
+        cut the report short; one that came is noted as the run's interrupt."""
+        with deferred_interrupts() as arrived:
+            for check in self.checks.values():
+                if not check.log.final:
+                    check.stop()
+            reports = self.reports()
+            self._write(reports, junit=True)
+            self.finished = True
+        if arrived and self.interrupt is None:
+            self.interrupt = arrived[0]
+        return reports
+
+    def _write(self, reports: list[EnvReport], *, junit: bool = False) -> None:
+        from vfcheck.frontends.report import json_report, write_json, write_junit
+
+        if self.run.json:
+            write_json(Path(self.run.json), json_report(
+                reports, verifiers=verifiers_version(), seed=self.options.seed))
+        if junit and self.run.junit_xml and self.front == "cli":  # pytest writes its own
+            write_junit(Path(self.run.junit_xml), reports)
+        self._written = (time.monotonic(), sum(len(report.findings) for report in reports))
+
+    def exit_code(self, reports: list[EnvReport]) -> int:
+        if self.interrupt is not None:
+            return self.interrupt
+        return EXIT_FAILED if any(report.bad for report in reports) else EXIT_OK
+
+    def close(self) -> None:
+        """Finish if the front end could not (the reports are written whatever happened),
+        sweep the work dirs of workers killed at a hard deadline or by `stop`, remove the
+        run dir (its event logs were read into the reports), restore SIGTERM."""
+        from vfcheck.isolation.workdirs import sweep
+
+        try:
+            if not self.finished and self.run_dir is not None:
+                self.finish()  # an interrupt came before the front end could finish
+            with deferred_interrupts():
+                sweep()
+                if self.run_dir is not None:
+                    shutil.rmtree(self.run_dir, ignore_errors=True)
+        finally:
+            self._cleanup.close()
+
+    def __enter__(self) -> CheckRun:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

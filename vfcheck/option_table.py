@@ -1,0 +1,452 @@
+"""The options of vfcheck's front ends, described once: `OPTIONS`.
+
+Each `Option` holds an option's type, default, help text, `[tool.vfcheck]` key, its flags in
+`vfcheck check` (and the other subcommands it belongs to) and in the pytest plugin, and the
+values it allows. From this one table come the argparse options (`add_cli_options`), the
+pytest options (`add_pytest_options`), the `[tool.vfcheck]` reader and the check of every
+value (`vfcheck.options.resolve`), the replay line (`CheckOptions.replay_args`), what travels
+to the check worker (`CheckOptions.as_dict`) and the README's option table (`readme_table`,
+held to the README by a test).
+
+Importing this module is cheap, since the pytest plugin registers its options from it at
+every pytest start: the standard library only; what validation needs loads when it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from vfcheck.paths import shown_path
+
+if TYPE_CHECKING:
+    import argparse
+
+    import pytest
+
+Kind = Literal["text", "pairs", "path", "int", "float", "choice", "list", "flag"]
+PathRole = Literal["any", "file", "dir", "golden", "output"]
+"""What a path must be: `file` and `dir` must exist; a `golden` folder may not exist yet; an
+`output` file is checked writable."""
+Scope = Literal["check", "run"]
+"""`check`: a field of `CheckOptions`, sent to the check worker and repeated in replay lines;
+`run`: what the front end does with the run (reports, item selection), in `RunOptions`."""
+Front = Literal["cli", "pytest"]
+GoldenFrom = Literal["default", "pyproject", "command line"]
+
+
+class OptionError(ValueError):
+    """A value no option allows, in one line naming the option, where the value came from
+    and what is allowed: a usage error, reported before any work starts."""
+
+
+def _load_script(path: Path) -> None:
+    """A script file must parse: its ScriptError names the file, the task and the turn."""
+    from vfcheck.script import Script
+
+    Script.load(path)
+
+
+def _families() -> tuple[str, ...]:
+    from vfcheck.checks import FAMILIES
+
+    return tuple(FAMILIES)
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    """The field of `CheckOptions` (scope `check`) or `RunOptions` (scope `run`)."""
+    kind: Kind
+    help: str
+    """Help text of both front ends, and the README's "meaning"."""
+    default: Any = None
+    shown_default: str = ""
+    """The default in words (help, README) where the value says too little."""
+    key: str | None = None
+    """The `[tool.vfcheck]` key (`-` and `_` alike)."""
+    key_aliases: tuple[str, ...] = ()
+    cli: tuple[str, ...] = ()
+    """Flags of the `vfcheck` subcommands in `commands`."""
+    commands: tuple[str, ...] = ("check",)
+    positional: bool = False
+    """The CLI takes it as positional words (env ids)."""
+    pytest: str | None = None
+    pytest_owner: str | None = None
+    """The pytest flag belongs to pytest or another plugin (syrupy): read, not registered."""
+    pytest_dest: str | None = None
+    """Where an owned pytest flag's value is (`config.option.<dest>`)."""
+    env: str | None = None
+    """An environment variable that sets it."""
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()
+    choices_from: Callable[[], tuple[str, ...]] | None = None
+    """Names a list's items must be among, loaded when a value is checked."""
+    minimum: float | None = None
+    above: float | None = None
+    """An exclusive lower bound."""
+    unit: str = ""
+    """What a number counts (`seconds`), for messages."""
+    repeat: bool = False
+    path: PathRole = "any"
+    missing: str = ""
+    """The message for a `dir` that does not exist (`{path}` is replaced)."""
+    load: Callable[[Path], None] | None = None
+    """Reads a `file` through, raising (one line) if its content is unusable."""
+    scope: Scope = "check"
+    replay: bool = True
+    """Repeated in replay lines (an update of golden traces is not)."""
+
+    # -- flags
+
+    @property
+    def dest(self) -> str:
+        """The attribute the pytest flag's value lands on."""
+        if self.pytest_dest:
+            return self.pytest_dest
+        assert self.pytest is not None
+        return self.pytest.lstrip("-").replace("-", "_")
+
+    def flag_for(self, front: Front) -> str | None:
+        """The flag a replay line uses (the long one)."""
+        return self.pytest if front == "pytest" else (self.cli[-1] if self.cli else None)
+
+    def help_text(self) -> str:
+        shown = self.shown_default.replace("`", "") or (
+            "" if self.default in (None, False, [], {}) else _text_of(self.default))
+        repeat = " (repeatable)" if self.repeat and not self.positional else ""
+        return self.help.replace("`", "") + repeat + (f" (default: {shown})" if shown else "")
+
+    def argparse_kwargs(self) -> dict[str, Any]:
+        """Every value is taken as text and checked by `resolve`, so that a bad one is one
+        line naming where it came from (argparse's own errors print the usage too)."""
+        kwargs: dict[str, Any] = {"default": None, "help": self.help_text()}
+        if self.kind == "flag":
+            kwargs["action"] = "store_true"
+            return kwargs
+        if self.repeat:
+            kwargs["action"] = "append"
+        if metavar := self.metavar or ("{" + ",".join(self.choices) + "}" if self.choices
+                                       else None):
+            kwargs["metavar"] = metavar
+        return kwargs
+
+    # -- values
+
+    def allowed(self) -> str:
+        """What the option allows, in words, for messages."""
+        unit = f" of {self.unit}" if self.unit else ""
+        bound = (f" > {self.above:g}" if self.above is not None else
+                 f" >= {self.minimum:g}" if self.minimum is not None else "")
+        return {
+            "int": f"a whole number{unit}{bound}",
+            "float": f"a number{unit}{bound}",
+            "choice": "one of " + ", ".join(self.choices),
+            "flag": "true or false",
+            "list": "names, comma-separated (or a list)",
+            "pairs": "KEY=VALUE (or a table)",
+            "text": "a string",
+            "path": "a path" if self.repeat is False else "a list of paths",
+        }[self.kind]
+
+    def bad(self, raw: Any, where: str) -> OptionError:
+        return OptionError(f"{where}: {raw!r} is not {self.allowed()}")
+
+    def parse(self, raw: Any, where: str, *, text: bool, base: Path) -> Any:
+        """The value of this option from `raw`: command-line or environment text (`text`),
+        or a TOML value. Relative paths are relative to `base`."""
+        if self.repeat:
+            if self.kind == "pairs" and not text:
+                if not isinstance(raw, dict):
+                    raise self.bad(raw, where)
+                return dict(raw)
+            if not text and not (isinstance(raw, list)
+                                 and all(isinstance(item, str) for item in raw)):
+                raise self.bad(raw, where)
+            items = [self._one(item, where, text=text, base=base) for item in raw]
+            return dict(items) if self.kind == "pairs" else items
+        return self._one(raw, where, text=text, base=base)
+
+    def _one(self, raw: Any, where: str, *, text: bool, base: Path) -> Any:
+        kind = self.kind
+        if kind == "flag":
+            if text or isinstance(raw, bool):
+                return bool(raw)
+            raise self.bad(raw, where)
+        if kind == "int":
+            value: Any = (int(raw) if text and re.fullmatch(r"\s*[+-]?\d+\s*", str(raw))
+                          else raw if not text and type(raw) is int else None)
+            if value is None:
+                raise self.bad(raw, where)
+            return self._in_range(value, raw, where)
+        if kind == "float":
+            try:
+                number = float(raw) if text or type(raw) in (int, float) else math.nan
+            except ValueError:
+                number = math.nan
+            if not math.isfinite(number):
+                raise self.bad(raw, where)
+            return self._in_range(number, raw, where)
+        if not isinstance(raw, str):
+            if kind == "list" and isinstance(raw, list) and all(isinstance(x, str) for x in raw):
+                return self._names(raw, raw, where)
+            raise self.bad(raw, where)
+        if kind == "choice":
+            if raw not in self.choices:
+                raise self.bad(raw, where)
+            return raw
+        if kind == "list":
+            return self._names(raw.split(","), raw, where)
+        if kind == "pairs":
+            from vfcheck.episodes.offline import parse_env_arg
+
+            try:
+                return parse_env_arg(raw)
+            except ValueError as e:  # "env arg 'x' is not KEY=VALUE"
+                raise OptionError(str(e)) from e
+        if kind == "path":
+            return str(self._path(raw, where, base))
+        return raw
+
+    def _in_range(self, value: float, raw: Any, where: str) -> Any:
+        if (self.minimum is not None and value < self.minimum) or (
+                self.above is not None and value <= self.above):
+            raise self.bad(raw, where)
+        return value
+
+    def _names(self, items: Sequence[str], raw: Any, where: str) -> list[str]:
+        names = [item.strip() for item in items if item.strip()]
+        if not names:
+            raise OptionError(f"{where}: {raw!r} names nothing; allowed: "
+                              + ", ".join(self.choices_from() if self.choices_from else ()))
+        if self.choices_from is not None:
+            known = self.choices_from()
+            unknown = sorted(set(names) - set(known))
+            if unknown:
+                raise OptionError(
+                    f"{where}: unknown check famil{'y' if len(unknown) == 1 else 'ies'} "
+                    f"{', '.join(unknown)}; known: {', '.join(known)}")
+        return names
+
+    def _path(self, raw: str, where: str, base: Path) -> Path:
+        if not raw.strip():
+            raise self.bad(raw, where)
+        path = (base / Path(raw).expanduser()).resolve()
+        if self.path == "file" and not path.is_file():
+            raise OptionError(f"{where}: {raw!r} is not a file ({path})")
+        if self.load is not None:
+            try:
+                self.load(path)
+            except Exception as e:  # the loader says what is wrong, in one line
+                raise OptionError(f"{where}: {e}") from e
+        if self.path == "dir" and not path.is_dir():
+            raise OptionError(f"{where}: " + (self.missing or "the folder {path} does not "
+                                              "exist").format(path=path))
+        if self.path == "golden" and path.exists() and not path.is_dir():
+            raise OptionError(f"{where}: {path} is not a folder")
+        if self.path == "output" and (problem := unwritable(path)):
+            raise OptionError(f"{where}: cannot write {path}: {problem}")
+        return path
+
+    def words(self, flag: str, value: Any, *, front: Front = "cli") -> list[str]:
+        """`value` as command-line words after `flag` (none for the default). A path for
+        pytest is one word, `--vf-path=DIR`: pytest computes its rootdir before it knows
+        plugin options, and takes the value of `--vf-path DIR` for a test path."""
+        if value == self.default or value is None:
+            return []
+        if self.kind == "flag":
+            return [flag] if value else []
+        if self.kind == "pairs":
+            return [w for k, v in value.items() for w in (flag, f"{k}={_arg_text(v)}")]
+        items = value if self.repeat else [value]
+        texts = [_text_of(item, self.kind) for item in items]
+        if front == "pytest" and self.kind == "path":
+            return [f"{flag}={text}" for text in texts]
+        return [w for text in texts for w in (flag, text)]
+
+
+def _text_of(value: Any, kind: Kind = "text") -> str:
+    if kind == "path":
+        return shown_path(Path(value))
+    if kind == "list":
+        return ",".join(value)
+    if isinstance(value, float):
+        short = f"{value:g}"
+        return short if float(short) == value else repr(value)
+    return str(value)
+
+
+def _arg_text(value: Any) -> str:
+    """An env arg's VALUE as `parse_env_arg` reads it back: JSON, unless it is a string
+    that does not parse as JSON (then as it is)."""
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value)
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("envs", "text", "env ids to check", default=[], repeat=True, positional=True,
+           metavar="ENV", pytest="--vf-env", scope="run"),
+    Option("env_args", "pairs",
+           "env config value: dotted keys address the env config, bare keys the taskset "
+           "(num_tasks=5); VALUE is JSON when it parses",
+           default={}, key="env_args", cli=("--env-arg",), pytest="--vf-env-arg",
+           commands=("check", "run", "wheels"), metavar="KEY=VALUE", repeat=True),
+    Option("paths", "path", "folder holding env modules, put on sys.path and PYTHONPATH",
+           default=[], key="paths", cli=("--path",), pytest="--vf-path",
+           commands=("check", "run", "wheels"), metavar="DIR", repeat=True, path="dir"),
+    Option("num_tasks", "int", "tasks to load", shown_default="all (an infinite taskset "
+           "needs it)", key="num_tasks", cli=("-n", "--num-tasks"), pytest="--vf-num-tasks",
+           commands=("check", "run"), metavar="N", minimum=1),
+    Option("families", "list", "check families to run, comma-separated (exact names; load "
+           "always runs)", shown_default="all", key="checks", key_aliases=("families",),
+           cli=("--checks",), pytest="--vf-checks", metavar="A,B", choices_from=_families),
+    Option("sample", "int", "tasks sampled by the episode families", default=3, key="sample",
+           cli=("--sample",), pytest="--vf-sample", metavar="K", minimum=1),
+    Option("timeout", "float", "timeout per check, seconds", default=60.0, key="timeout",
+           cli=("--timeout",), pytest="--vf-timeout", metavar="S", above=0, unit="seconds"),
+    Option("harness", "choice", "harness tier: the env's own harness, or vfcheck's "
+           "in-process chat loop where it applies", default="fast", key="harness",
+           cli=("--harness",), pytest="--vf-harness", commands=("check", "run"),
+           choices=("env", "fast")),
+    Option("script", "path", "the user's script file (TOML)", shown_default="the default "
+           "policy", key="script", cli=("--script",), pytest="--vf-script",
+           commands=("check", "run", "mock-server"), metavar="FILE", path="file",
+           load=_load_script),
+    Option("seed", "int", "seed of the default script", shown_default="the script file's, "
+           "else 0", key="seed", cli=("--seed",), pytest="--vf-seed",
+           commands=("check", "run", "mock-server"), metavar="N"),
+    Option("golden_dir", "path", "where golden traces live", default="",
+           shown_default="`golden/` beside the pyproject.toml nearest the working directory",
+           key="golden_dir",
+           cli=("--golden-dir",), pytest="--vf-golden-dir", metavar="DIR", path="golden"),
+    Option("golden_update", "flag", "write golden traces (and remove unused ones)",
+           default=False, shown_default="off", cli=("--golden-update",),
+           pytest="--snapshot-update", pytest_owner="syrupy", pytest_dest="update_snapshots",
+           replay=False),
+    Option("golden_strict", "flag", "a missing or unused golden trace fails (CI, once "
+           "recorded)", default=False, shown_default="off", key="golden_strict",
+           cli=("--golden-strict",), pytest="--vf-golden-strict"),
+    Option("wheels", "path", "folder of wheels the harness programs resolve their "
+           "dependencies from, with no package index (fill it with: vfcheck wheels DIR ENV)",
+           shown_default="the index", key="wheels", cli=("--wheels",), pytest="--vf-wheels",
+           commands=("check", "run"), metavar="DIR", path="dir",
+           missing="the wheel folder {path} does not exist (fill it with: vfcheck wheels "
+                   "{path})"),
+    Option("json", "path", "write the JSON report", cli=("--json",), pytest="--vf-json",
+           commands=("check", "library"), metavar="FILE", path="output", scope="run"),
+    Option("junit_xml", "path", "write JUnit XML", cli=("--junit-xml",),
+           pytest="--junit-xml", pytest_owner="pytest", pytest_dest="xmlpath",
+           commands=("check", "library"), metavar="FILE", path="output", scope="run"),
+    Option("from_validate", "path", "grade an existing vf-validate run directory instead",
+           cli=("--from-validate",), metavar="RUN_DIR", scope="run"),
+    Option("only", "text", "run only these items, e.g. 'gold[1]' or 'lifecycle'", default=[],
+           pytest="--vf-only", commands=(), metavar="ITEM", repeat=True, scope="run"),
+    Option("library", "flag", "check the installed verifiers against the contracts vfcheck "
+           "relies on (`vfcheck library`)", default=False, shown_default="off",
+           pytest="--vf-library", commands=(), scope="run"),
+    Option("no_baseline", "flag", "library suite: report known behaviours of this verifiers "
+           "as failed, not expected", default=False, shown_default="off", cli=("--no-baseline",),
+           pytest="--vf-no-baseline", commands=("library",), scope="run"),
+    Option("envs_at_once", "int", "env workers running at once in one front end (the "
+           "others queue)", default=max(2, os.cpu_count() or 2),
+           shown_default="the core count, at least 2",
+           env="VFCHECK_ENVS_AT_ONCE", commands=(), minimum=1, scope="run"),
+)
+BY_NAME = {option.name: option for option in OPTIONS}
+
+
+# -- the front ends' flags
+
+
+def add_cli_options(parser: argparse.ArgumentParser, command: str) -> None:
+    """The table's options of the `vfcheck <command>` subcommand."""
+    for option in OPTIONS:
+        if command not in option.commands or not (option.cli or option.positional):
+            continue
+        if option.positional:
+            parser.add_argument(option.name, nargs="*", metavar=option.metavar,
+                                help=option.help_text())
+        else:
+            parser.add_argument(*option.cli, dest=option.name, **option.argparse_kwargs())
+
+
+def cli_given(args: argparse.Namespace, command: str) -> dict[str, Any]:
+    """What the command line gave for the subcommand's options (None: not given)."""
+    return {option.name: getattr(args, option.name, None) for option in OPTIONS
+            if command in option.commands}
+
+
+def add_pytest_options(group: pytest.OptionGroup) -> None:
+    """The table's `--vf-*` options (flags of pytest and syrupy are theirs)."""
+    for option in OPTIONS:
+        if option.pytest is not None and option.pytest_owner is None:
+            group.addoption(option.pytest, **option.argparse_kwargs())
+
+
+
+def where_given(option: Option, front: Front) -> str:
+    """How a message names the command-line flag of `option`."""
+    return (option.pytest or option.name) if front == "pytest" else (
+        "/".join(option.cli) or option.name.upper())
+
+
+def unwritable(path: Path, *, folder: bool = False) -> str | None:
+    """Why a file (`folder`: a folder to write in) cannot be written at `path`; None if it
+    can. Missing folders above it are made when it is written."""
+    if path.exists():
+        if path.is_dir() != folder:
+            return "it is a folder" if path.is_dir() else "it is not a folder"
+        if not os.access(path, os.W_OK):
+            return "it is not writable"
+        return None
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"the folder {parent} is not writable"
+    return None
+
+
+
+# -- the README's table
+
+
+def readme_table() -> str:
+    """The option table of README "Front ends and options" (a test holds them equal)."""
+
+    def flags(words: Sequence[str], option: Option, owner: str | None = None) -> str:
+        if not words:
+            return ""
+        value = "" if option.kind == "flag" else f" {option.metavar or '|'.join(option.choices)}"
+        text = f"`{', '.join(words)}{value}`".replace("|", "\\|")
+        return text + (f" ({owner}'s)" if owner else "")
+
+    rows = ["| pytest | `vfcheck check` | `[tool.vfcheck]` | meaning | default |",
+            "|---|---|---|---|---|"]
+    for option in OPTIONS:
+        pytest_cell = flags([option.pytest] if option.pytest else [], option,
+                            option.pytest_owner)
+        if option.positional:
+            cli_cell = f"`{option.metavar}...` (positional)"
+        else:
+            cli_cell = flags(option.cli, option)
+            if option.cli and "check" not in option.commands:
+                cli_cell += f" (`vfcheck {option.commands[0]}`)"
+        key = (f"`{option.key}`" if option.key else
+               f"`{option.env}` (environment)" if option.env else "")
+        default = option.shown_default or (
+            "" if option.default in (None, [], {}) else _text_of(option.default))
+        rows.append(f"| {pytest_cell} | {cli_cell} | {key} | {option.help} | {default} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,25 @@
+"""Paths as vfcheck shows them and where it may write: no dependency of its own, so that
+every layer (options, traces, front ends) can ask."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def shown_path(path: Path) -> str:
+    """`path` relative to the working directory when it is below it (messages, reports)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def write_refusal(path: Path, root: Path) -> str | None:
+    """Why golden traces may not be written at `path` (a file or folder), or None: only
+    below `root` (`CheckOptions.golden_write_root`), links resolved."""
+    target, allowed = path.resolve(), root.resolve()
+    if target == allowed or allowed in target.parents:
+        return None
+    return (f"vfcheck will not write {target}: it is outside {allowed}, where this run may "
+            "write golden traces (to write there, name the folder: --vf-golden-dir DIR, "
+            "--golden-dir DIR or [tool.vfcheck] golden_dir)")
