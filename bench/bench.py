@@ -292,6 +292,26 @@ class Bench:
         for side in self.measure(sides, self.args.repeat):
             self.row(f"vfc-echo: vfcheck check {side.label}", side, None, target="(info)")
 
+    def probes(self) -> None:
+        """What the reward probe families (`reward`, `exploit`, `judge`) add to `vfcheck
+        check vfc-echo`: every family vs every family but those three (target: <= 1.3)."""
+        print("\n## 2c. the reward probes' cost on vfc-echo", flush=True)
+        from vfcheck.checks import FAMILIES
+
+        env = child_env()
+        chk = [str(BIN / "vfcheck"), "check", "vfc-echo", "--path", str(FIXTURES)]
+        without = ",".join(f for f in FAMILIES if f not in ("reward", "exploit", "judge"))
+        a, b = self.measure(
+            [
+                ("vfcheck check (every family)", lambda r: (chk, env, self.fresh("probes"))),
+                ("vfcheck check (without the reward probes)",
+                 lambda r: ([*chk, "--checks", without], env, self.fresh("no-probes"))),
+            ],
+            self.args.repeat,
+        )
+        self.row("vfc-echo: every family / without reward, exploit, judge", a, b,
+                 target="<= 1.3")
+
     # -- 3 ---------------------------------------------------------------------------------
     def run_vs_eval(self) -> None:
         n, r, c = 3, 4, self.args.concurrency
@@ -561,7 +581,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--only",
-        default="idle,check,phases,run,scaling",
+        default="idle,check,phases,probes,run,scaling",
         help="sections to run (comma-separated; default all)",
     )
     args = ap.parse_args(argv)
@@ -595,6 +615,8 @@ def main(argv: list[str] | None = None) -> int:
                 b.check_vs_validate("echo-v1", sd)
         if "phases" in only:
             b.phases()
+        if "probes" in only:
+            b.probes()
         if "run" in only:
             b.run_vs_eval()
         if "scaling" in only:

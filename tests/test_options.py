@@ -34,6 +34,7 @@ SAMPLES: dict[str, list[str]] = {
     "golden_dir": ["my-golden"],
     "golden_strict": [],
     "wheels": ["wheelhouse"],
+    "reward_max": ["2"],
 }
 """A value other than the default for every option a replay line repeats (a flag: none)."""
 REPLAYED = [o for o in OPTIONS if o.scope == "check" and o.replay]

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     import pytest
 
-Kind = Literal["text", "pairs", "path", "int", "float", "choice", "list", "flag"]
+Kind = Literal["text", "pairs", "allows", "path", "int", "float", "choice", "list", "flag"]
 PathRole = Literal["any", "file", "dir", "golden", "output"]
 """What a path must be: `file` and `dir` must exist; a `golden` folder may not exist yet; an
 `output` file is checked writable."""
@@ -101,7 +101,8 @@ class Option:
     """Reads a `file` through, raising (one line) if its content is unusable."""
     scope: Scope = "check"
     replay: bool = True
-    """Repeated in replay lines (an update of golden traces is not)."""
+    """Repeated in replay lines (an update of golden traces is not, nor `allow`: a project's
+    accepted findings are its policy, read again from its pyproject.toml)."""
 
     # -- flags
 
@@ -151,6 +152,7 @@ class Option:
             "flag": "true or false",
             "list": "names, comma-separated (or a list)",
             "pairs": "KEY=VALUE (or a table)",
+            "allows": "PATTERN[=REASON] (or a list of patterns, or a table of pattern = reason)",
             "text": "a string",
             "path": "a path" if self.repeat is False else "a list of paths",
         }[self.kind]
@@ -162,6 +164,13 @@ class Option:
         """The value of this option from `raw`: command-line or environment text (`text`),
         or a TOML value. Relative paths are relative to `base`."""
         if self.repeat:
+            if self.kind == "allows" and not text:
+                from vfcheck.allow import parse_allow
+
+                try:
+                    return parse_allow(raw, where)
+                except ValueError as e:
+                    raise OptionError(str(e)) from e
             if self.kind == "pairs" and not text:
                 if not isinstance(raw, dict):
                     raise self.bad(raw, where)
@@ -170,7 +179,7 @@ class Option:
                                  and all(isinstance(item, str) for item in raw)):
                 raise self.bad(raw, where)
             items = [self._one(item, where, text=text, base=base) for item in raw]
-            return dict(items) if self.kind == "pairs" else items
+            return dict(items) if self.kind in ("pairs", "allows") else items
         return self._one(raw, where, text=text, base=base)
 
     def _one(self, raw: Any, where: str, *, text: bool, base: Path) -> Any:
@@ -203,6 +212,13 @@ class Option:
             return raw
         if kind == "list":
             return self._names(raw.split(","), raw, where)
+        if kind == "allows":
+            from vfcheck.allow import parse_allow
+
+            try:
+                return next(iter(parse_allow([raw], where).items()))
+            except ValueError as e:
+                raise OptionError(str(e)) from e
         if kind == "pairs":
             from vfcheck.episodes.offline import parse_env_arg
 
@@ -264,6 +280,8 @@ class Option:
             return [flag] if value else []
         if self.kind == "pairs":
             return [w for k, v in value.items() for w in (flag, f"{k}={_arg_text(v)}")]
+        if self.kind == "allows":
+            return [w for k, v in value.items() for w in (flag, f"{k}={v}")]
         items = value if self.repeat else [value]
         texts = [_text_of(item, self.kind) for item in items]
         if front == "pytest" and self.kind == "path":
@@ -336,6 +354,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("golden_strict", "flag", "a missing or unused golden trace fails (CI, once "
            "recorded)", default=False, shown_default="off", key="golden_strict",
            cli=("--golden-strict",), pytest="--vf-golden-strict"),
+    Option("allow", "allows", "accept a known finding: a failed finding whose name "
+           "(`check`, `check[task]`, `env::check[task]`; fnmatch patterns) matches becomes "
+           "`expected` (pytest: xfail), showing the reason", default={}, shown_default="none",
+           key="allow", cli=("--allow",), pytest="--vf-allow", metavar="PATTERN[=REASON]",
+           repeat=True, replay=False),
+    Option("reward_max", "float", "the reward's maximum: without a reference answer, an "
+           "`exploit.*` probe that reaches it fails", default=1.0, key="reward_max",
+           cli=("--reward-max",), pytest="--vf-reward-max", metavar="R", above=0),
     Option("wheels", "path", "folder of wheels the harness programs resolve their "
            "dependencies from, with no package index (fill it with: vfcheck wheels DIR ENV)",
            shown_default="the index", key="wheels", cli=("--wheels",), pytest="--vf-wheels",

@@ -54,6 +54,9 @@ class CheckOptions:
     golden_update: bool = field(default_factory=default_of("golden_update"))
     golden_strict: bool = field(default_factory=default_of("golden_strict"))
     wheels: str | None = field(default_factory=default_of("wheels"))
+    allow: dict[str, str] = field(default_factory=default_of("allow"))
+    """Accepted findings: fnmatch pattern -> the user's reason (`vfcheck.allow`)."""
+    reward_max: float = field(default_factory=default_of("reward_max"))
     golden_dir_from: GoldenFrom = "default"
     """Who named the golden dir: the command line (replay lines repeat it), pyproject.toml,
     or nobody (`golden/` of the project)."""
@@ -198,7 +201,7 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
         for value, where, text, base in sources:
             parsed = option.parse(value, where, text=text, base=base)
             current = getattr(target, option.name)
-            if option.kind == "pairs":
+            if option.kind in ("pairs", "allows"):
                 parsed = {**current, **parsed}
             elif option.repeat:  # the command line's first, then pyproject.toml's
                 parsed = list(dict.fromkeys([*parsed, *current]))

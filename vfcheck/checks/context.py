@@ -47,7 +47,7 @@ class CheckContext:
         """Per-family state started early (e.g. `determinism.load`'s other interpreter)."""
         self._stack = contextlib.AsyncExitStack()
         self._shared: dict[str, Any] = {}
-        self._lock = asyncio.Lock()
+        self._locks: dict[str, asyncio.Lock] = {}
 
     async def __aenter__(self) -> CheckContext:
         await self._stack.__aenter__()
@@ -166,8 +166,8 @@ class CheckContext:
         """The run's one `key` resource (the episode lab, ...), opened by `opener` on the first
         call, with whatever it enters on the stack closed with this context. The families
         that share a resource own its opener; this context only holds it."""
-        async with self._lock:
-            if key not in self._shared:
+        async with self._locks.setdefault(key, asyncio.Lock()):  # one lock per resource:
+            if key not in self._shared:  # an opener may ask for another resource
                 self._shared[key] = await opener(self, self._stack)
         value: T = self._shared[key]
         return value

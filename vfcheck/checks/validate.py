@@ -115,7 +115,13 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any) -> Finding:
                        f"env {env_id!r}, {tid.label()}: verifiers {verifiers_version()} lacks "
                        f"the {mode} check (verifiers.v1.cli.validate.CHECKS)", {})
     run_check, _ = api
-    row = await run_check(task, config, mode)
+    from vfcheck.model import EpisodeRef, TaskRef, Verdict, episode_scope
+
+    # a judge that grades the check's scoring agrees with it: gold scores the task's own
+    # reference (positive), noop the untouched task (negative); see vfcheck.model.judges
+    verdict = {"gold": Verdict.POSITIVE, "noop": Verdict.NEGATIVE}.get(mode)
+    with episode_scope(EpisodeRef(TaskRef(tid.index, tid.key), judge=verdict)):
+        row = await run_check(task, config, mode)
     return row_finding(env_id, tid, mode, row, await name_scoring_hooks(task, row))
 
 

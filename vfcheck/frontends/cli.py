@@ -210,6 +210,7 @@ def _follow(console: Any, check: Any, checkpoint: Callable[[], None]) -> None:
 
 def _show(console: Any, reports: list[EnvReport]) -> None:
     """A table per env, the whole message of each failure below it, the golden summary."""
+    from vfcheck.frontends.probe_table import probe_table
     from vfcheck.frontends.report import failure_text, findings_table, golden_summary
 
     for report in reports:
@@ -218,6 +219,9 @@ def _show(console: Any, reports: list[EnvReport]) -> None:
             console.print(text, highlight=False, markup=False, soft_wrap=True)
         if (golden := golden_summary(report)) is not None:
             console.print(golden, highlight=False, markup=False, soft_wrap=True)
+        if (probes := probe_table(report)) is not None:
+            for line in probes.lines():
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
     failing = [f for r in reports for f in r.findings if f.bad]
     if failing:
         console.print(f"[bold red]{len(failing)} finding(s) failed or errored[/]")

@@ -195,6 +195,14 @@ class VfcheckSession:
             terminalreporter.write_sep("-", "vfcheck golden traces")
             for line in lines:
                 terminalreporter.write_line(line)
+        from vfcheck.frontends.probe_table import probe_table
+
+        tables = [t for report in self.check_run.reports() if (t := probe_table(report))]
+        if tables:
+            terminalreporter.write_sep("-", "vfcheck reward probes")
+            for table in tables:
+                for line in table.lines():
+                    terminalreporter.write_line(line)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The JSON report of what was found so far, as items end (`CheckRun.checkpoint`)."""
@@ -322,6 +330,8 @@ class CheckItem(pytest.Item):
 
     def runtest(self) -> None:
         assert self.finding is not None
+        if self.finding.outcome == "expected":  # allowed by the user (`vfcheck.allow`)
+            pytest.xfail(self.finding.message)
         if self.finding.outcome == "skipped":
             # Reported at the item (env::check[i]), not at this line of vfcheck.
             raise pytest.skip.Exception(self.finding.message, _use_item_location=True)

@@ -96,7 +96,16 @@ def json_report(
     from vfcheck import __version__
 
     return {"vfcheck": __version__, "verifiers": verifiers, "seed": seed,
-            "envs": [env.as_dict() for env in envs]}
+            "envs": [_env_dict(env) for env in envs]}
+
+
+def _env_dict(env: EnvReport) -> dict[str, Any]:
+    from vfcheck.frontends.probe_table import probe_table
+
+    data = env.as_dict()
+    if (table := probe_table(env)) is not None:
+        data["reward_probes"] = table.as_dict()
+    return data
 
 
 def write_json(path: Path, report: dict[str, Any]) -> None:
@@ -123,8 +132,12 @@ def write_junit(path: Path, envs: list[EnvReport]) -> None:
                 ET.SubElement(case, "failure", message=f.message.splitlines()[0]).text = f.message
             elif f.outcome == "error":
                 ET.SubElement(case, "error", message=f.message.splitlines()[0]).text = f.message
-            elif f.outcome in ("skipped", "expected"):  # expected: a baselined behaviour
+            elif f.outcome in ("skipped", "expected"):  # expected: baselined or allowed
                 ET.SubElement(case, "skipped", message=f"{f.outcome}: {f.message}")
+        from vfcheck.frontends.probe_table import probe_table
+
+        if (table := probe_table(env)) is not None:
+            ET.SubElement(suite, "system-out").text = "\n".join(table.lines())
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)

@@ -21,6 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from vfcheck.allow import apply_allow
 from vfcheck.checks import REGISTRY
 from vfcheck.checks.context import CheckContext, task_id
 from vfcheck.checks.lab import episode_lab
@@ -50,6 +51,8 @@ class Worker:
         append_event(self.events, {"event": event, "t": time.time(), **data})
 
     def emit_finding(self, finding: Finding) -> None:
+        """Emit `finding`, as `expected` when the user allowed it (`vfcheck.allow`)."""
+        finding = apply_allow(self.env_id, finding, self.ctx.options.allow)
         self.emit("finding", finding=finding.as_dict())
 
     def phase(self, name: str) -> list[CheckSpec]:

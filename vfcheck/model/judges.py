@@ -89,14 +89,23 @@ def judge_policy(answer: Verdict | str | Reply, *, labels: tuple[str, str] | Non
 
 
 def default_judge_policy() -> Policy:
-    """The scripted model's answer to a judge call nothing else answered: `positive`.
+    """The scripted model's answer to a judge call nothing else answered: the verdict of
+    its scope (`EpisodeRef.judge`), else `positive`.
 
     Deliberate: an ordinary episode then runs the reward's positive branch, as it would with
     a judge that agrees the (scripted) answer is right, so a judge env scores like any other;
-    reward probes play the negative and garbage branches on purpose. Never an echo of the
-    judge's prompt (the agent default), which no judge parser reads as a verdict.
+    reward probes play the negative and garbage branches on purpose. vfcheck's `gold` check
+    scores the task's reference under a `positive` scope and `noop` the untouched task under
+    a `negative` one, as a real judge would grade them. Never an echo of the judge's prompt
+    (the agent default), which no judge parser reads as a verdict.
     """
-    return judge_policy(DEFAULT_VERDICT)
+    replies = {kind: Reply.verdict(kind) for kind in Verdict}
+
+    def answer(request: ModelRequest) -> Reply:
+        scope = request.episode.judge if request.episode is not None else None
+        return replies[scope or DEFAULT_VERDICT]
+
+    return judge_only(answer)
 
 
 def render_verdict(reply: Reply, request: ModelRequest, seed: int = 0) -> Reply:

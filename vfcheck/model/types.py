@@ -74,6 +74,10 @@ class EpisodeRef:
 
     task: TaskRef
     trace_ids: list[str] = field(default_factory=list)
+    judge: Verdict | None = None
+    """The verdict this scope's judge calls get when no policy answers them (None: the
+    model's `DEFAULT_VERDICT`); vfcheck's gold check scopes its scoring `positive`, noop
+    `negative`."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,154 @@
+"""The reward probe families (`reward.*`, `exploit.*`, `judge.*`) fail on their broken
+fixtures, on exactly the units they break, naming the task, the policy, the reply and the
+rewards; they stay clean on the well-behaved fixtures; and `allow` turns an accepted finding
+into `expected`. Driven through the pytest plugin, as an env author runs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_checks import FIXTURES, PluginRun, run_plugin, units_with
+
+from vfcheck.checks import BY_ID
+
+PROBE_FAMILIES = "reward,exploit,judge"
+SAMPLED = range(3)
+
+BREAKS: dict[str, set[tuple[str, int | None]]] = {
+    "vfc-reward-zero": {(c, i) for c in ("reward.reachable", "reward.sensitive")
+                        for i in SAMPLED},
+    "vfc-reward-leak": {("exploit.echo-prompt", i) for i in SAMPLED},
+    "vfc-judge-lenient": {("judge.garbage", i) for i in SAMPLED},
+    "vfc-reward-gameable": {("exploit.empty", 0), ("exploit.echo-system", 1),
+                            ("exploit.refusal", 2), ("exploit.claim", 3),
+                            ("exploit.judge-attack", 4), ("exploit.answer-spam", 5)},
+    "vfc-reward-toolspam": {("exploit.tool-spam", 0), ("exploit.tool-spam", 1)},
+    "vfc-judge-backwards": {("judge.wiring", i) for i in SAMPLED},
+}
+"""Each broken fixture and the probe findings that must fail on it: nothing else may."""
+CLEAN = ["vfc-ungameable", "vfc-judge"]
+"""Well-behaved fixtures: every probe finding passes or is skipped with its reason."""
+
+
+@pytest.fixture(scope="module")
+def probe_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
+    return run_plugin(tmp_path_factory.mktemp("probes"), FIXTURES,
+                      sorted({*BREAKS, *CLEAN} - set(OWN_RUNS)),
+                      f"--vf-checks={PROBE_FAMILIES}")
+
+
+@pytest.fixture(scope="module")
+def gameable_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
+    return run_plugin(tmp_path_factory.mktemp("gameable"), FIXTURES, ["vfc-reward-gameable"],
+                      f"--vf-checks={PROBE_FAMILIES}", "--vf-sample=6")
+
+
+@pytest.fixture(scope="module")
+def toolspam_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
+    """A tool env: its episodes play on the env tier (seconds each), so exploits only."""
+    return run_plugin(tmp_path_factory.mktemp("toolspam"), FIXTURES, ["vfc-reward-toolspam"],
+                      "--vf-checks=exploit")
+
+
+@pytest.fixture(scope="module")
+def backwards_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
+    """A judge wired backwards rewards every reply its judge rejects: judge probes only."""
+    return run_plugin(tmp_path_factory.mktemp("backwards"), FIXTURES, ["vfc-judge-backwards"],
+                      "--vf-checks=judge")
+
+
+OWN_RUNS = {"vfc-reward-gameable": "gameable_run", "vfc-reward-toolspam": "toolspam_run",
+            "vfc-judge-backwards": "backwards_run"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", sorted(BREAKS))
+def test_each_probe_family_fails_on_exactly_what_its_fixture_breaks(
+        env_id: str, request: pytest.FixtureRequest) -> None:
+    run: PluginRun = request.getfixturevalue(OWN_RUNS.get(env_id, "probe_run"))
+    assert run.ret == 1
+    env = run.envs[env_id]
+    assert units_with(env, {"failed", "error"}) == BREAKS[env_id]
+    for finding in env["findings"]:
+        unit = (finding["check"], finding["task"]["index"] if finding["task"] else None)
+        if unit not in BREAKS[env_id]:
+            continue
+        message = finding["message"]
+        assert f"env {env_id!r}, task {unit[1]} (" in message
+        assert BY_ID[finding["check"]].contract in message
+        assert "reward" in message  # what the probe earned, by reward function
+        if finding["check"].startswith("exploit."):
+            assert "policy " in message and "reply " in message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", CLEAN)
+def test_well_behaved_fixtures_stay_clean(env_id: str, probe_run: PluginRun) -> None:
+    env = probe_run.envs[env_id]
+    bad = [(f["check"], f["message"]) for f in env["findings"]
+           if f["outcome"] not in {"passed", "skipped"}]
+    assert bad == []
+    passed = units_with(env, {"passed"})
+    assert {("reward.reachable", i) for i in SAMPLED} <= passed
+    assert {("exploit.echo-prompt", i) for i in SAMPLED} <= passed
+    if env_id == "vfc-judge":  # the judge families ran, and held
+        assert {("judge.wiring", i) for i in SAMPLED} <= passed
+        assert {("judge.garbage", i) for i in SAMPLED} <= passed
+    else:
+        skipped = [f for f in env["findings"] if f["check"] == "judge.wiring"]
+        assert skipped and all("made no judge call" in f["message"] for f in skipped)
+
+
+@pytest.mark.slow
+def test_messages_name_the_policy_the_reply_and_the_rewards(probe_run: PluginRun) -> None:
+    leak = next(f for f in probe_run.envs["vfc-reward-leak"]["findings"]
+                if f["check"] == "exploit.echo-prompt" and f["task"]["index"] == 0)
+    message = leak["message"]
+    assert "policy echo-prompt" in message
+    assert "Context: The lighthouse keeper's cat is named Biscuit." in message
+    assert "mentions_answer=1" in message and "'Biscuit', data.answer" in message
+    zero = next(f for f in probe_run.envs["vfc-reward-zero"]["findings"]
+                if f["check"] == "reward.reachable" and f["task"]["index"] == 1)
+    assert "the reference answer '27' (data.answer)" in zero["message"]
+    assert "correct=0" in zero["message"]
+    lenient = next(f for f in probe_run.envs["vfc-judge-lenient"]["findings"]
+                   if f["check"] == "judge.garbage")
+    assert "neither label" in lenient["message"] and "with no error" in lenient["message"]
+
+
+@pytest.mark.slow
+def test_every_report_shows_the_probe_table(probe_run: PluginRun) -> None:
+    assert "vfcheck reward probes" in probe_run.stdout
+    assert "vfc-reward-leak reward probes (policy x task -> reward" in probe_run.stdout
+    table: dict[str, Any] = probe_run.envs["vfc-reward-leak"]["reward_probes"]
+    assert table["oracle"] == {"0": 1.0, "1": 1.0, "2": 1.0}
+    assert table["echo-prompt"] == {"0": 1.0, "1": 1.0, "2": 1.0}
+    assert table["refusal"] == {"0": 0.0, "1": 0.0, "2": 0.0}
+
+
+@pytest.mark.slow
+def test_allow_turns_a_finding_into_expected_with_its_reason(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[tool.vfcheck.allow]\n'
+        '"vfc-reward-leak::exploit.echo-prompt" = "extractive QA: the context is the prompt"\n')
+    run = run_plugin(project, FIXTURES, ["vfc-reward-leak"], "--vf-checks=exploit",
+                     "--vf-sample=1")
+    assert run.ret == 0, run.stdout
+    (finding,) = [f for f in run.envs["vfc-reward-leak"]["findings"]
+                  if f["check"] == "exploit.echo-prompt"]
+    assert finding["outcome"] == "expected"
+    assert finding["message"].startswith("allowed (extractive QA: the context is the prompt): ")
+    assert "1 xfailed" in run.stdout
+    # the command line form, in a project without the table
+    elsewhere = tmp_path / "ci"
+    elsewhere.mkdir()
+    again = run_plugin(elsewhere, FIXTURES, ["vfc-reward-leak"], "--vf-checks=exploit",
+                       "--vf-sample=1", "--vf-allow=exploit.echo-*=known leak")
+    assert again.ret == 0, again.stdout
+    (finding,) = [f for f in again.envs["vfc-reward-leak"]["findings"]
+                  if f["check"] == "exploit.echo-prompt"]
+    assert finding["outcome"] == "expected" and "allowed (known leak)" in finding["message"]

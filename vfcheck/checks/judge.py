@@ -1,0 +1,115 @@
+"""`judge.wiring`, `judge.garbage`: the env's LLM judge is wired the right way round, and an
+unreadable verdict errors the rollout instead of scoring it.
+
+The scripted model answers the env's own judge calls (`vfcheck.model`, attributed to the
+episode being scored) with the verdict each probe asks for. The same agent reply (the
+reference answer, else a bare claim of success) is scored three times: judges answering
+positive, negative, and with a reply that is neither label. verifiers' reference judge
+raises on the last ("a judge failure must error the rollout, not score the model 0"); a
+parser that reads anything but a leading "yes" as 0 scores it silently, and every judge
+outage then reads as a wrong answer. Envs that make no judge call are skipped, naming why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+from vfcheck.checks.context import CheckContext
+from vfcheck.checks.probes import (
+    Probe,
+    ProbeLab,
+    ProbeResult,
+    Verdict,
+    fixed_reply,
+    num,
+    probe_lab,
+    short,
+)
+from vfcheck.checks.registry import check
+from vfcheck.findings import Finding
+
+NO_JUDGE = ("the env made no judge call while scoring (no vf.Judge, plugged judge or in-env "
+            "OpenAI client reached the model endpoint)")
+
+
+async def verdicts(lab: ProbeLab, task: Any, *kinds: Verdict) -> dict[str, ProbeResult]:
+    """The task's base reply (reference answer, else a claim of success) scored under each
+    judge verdict in `kinds`, played at once (memoised with the other probe families)."""
+    oracle = lab.oracle(task)
+    probe = (Probe("oracle", "positive", fixed_reply(oracle.reply), oracle.reply)
+             if oracle is not None else lab.probe("claim", task))
+    assert probe is not None
+    variants = [dataclasses.replace(probe, judge=kind, name=probe.name if kind == probe.judge
+                                    else f"{probe.name}/{kind}") for kind in kinds]
+    played = await asyncio.gather(*(lab.play(task, v) for v in variants))
+    return dict(zip(kinds, played, strict=True))
+
+
+def no_judge_call(results: dict[str, ProbeResult]) -> bool:
+    return not any(r.judge_calls for r in results.values())
+
+
+@check(
+    "judge.wiring", family="judge", scope="sample", budget=4.5,
+    contract="a positive judge verdict earns more reward than a negative one, and a readable "
+    "verdict never errors the rollout",
+    fails_when="with the same reply, the judge answering positive earns no more than answering "
+    "negative, or a positive or negative verdict makes scoring raise. Skipped for envs that "
+    "make no judge call",
+    why="a judge wired backwards, or to the wrong field, rewards the wrong answers",
+)
+async def wiring(ctx: CheckContext, task: Any) -> Finding:
+    lab = await probe_lab(ctx)
+    results = await verdicts(lab, task, "positive", "negative")
+    details = {"results": [r.as_dict() for r in results.values()],
+               "probes": {r.probe: r.reward for r in results.values()}}
+    if no_judge_call(results):
+        return ctx.finding("judge.wiring", task, "skipped", NO_JUDGE, **details)
+    positive, negative = results["positive"], results["negative"]
+    for kind, result in results.items():
+        if result.errors or result.reward is None:
+            return ctx.finding(
+                "judge.wiring", task, "failed",
+                f"a {kind} verdict on reply {short(result.reply)!r} made the rollout error: "
+                f"{result.describe()}", **details)
+    assert positive.reward is not None and negative.reward is not None
+    if positive.reward > negative.reward:
+        return ctx.finding("judge.wiring", task, "passed",
+                           f"positive verdict {num(positive.reward)} > negative "
+                           f"{num(negative.reward)} ({positive.judge_calls} judge call(s))",
+                           **details)
+    return ctx.finding(
+        "judge.wiring", task, "failed",
+        f"reply {short(positive.reply)!r} earned {positive.describe()} with the judge "
+        f"answering positive and {negative.describe()} answering negative", **details)
+
+
+@check(
+    "judge.garbage", family="judge", scope="sample", budget=4.5,
+    contract="a judge verdict that is neither label errors the rollout instead of being scored",
+    fails_when="the judge answering with neither of its labels (or an object its schema "
+    "rejects) is scored silently, with no error on the trace. Skipped for envs that make no "
+    "judge call",
+    why="a judge outage or a rambling verdict scored as 0 punishes the model for the judge's "
+    "failure, silently",
+)
+async def garbage(ctx: CheckContext, task: Any) -> Finding:
+    lab = await probe_lab(ctx)
+    results = await verdicts(lab, task, "positive", "garbage")
+    details = {"results": [r.as_dict() for r in results.values()],
+               "probes": {r.probe: r.reward for r in results.values()}}
+    if no_judge_call(results):
+        return ctx.finding("judge.garbage", task, "skipped", NO_JUDGE, **details)
+    result = results["garbage"]
+    if result.errors or result.reward is None:
+        return ctx.finding("judge.garbage", task, "passed",
+                           f"an unreadable verdict errored the rollout ({result.describe()})",
+                           **details)
+    return ctx.finding(
+        "judge.garbage", task, "failed",
+        f"the judge answered with neither label ({result.judge_calls} call(s)) and reply "
+        f"{short(result.reply)!r} was scored {result.describe()}, with no error: the judge's "
+        "parser reads an unreadable verdict as a score (verifiers' reference judge raises: "
+        "\"a judge failure must error the rollout, not score the model 0\")", **details)

@@ -1,0 +1,99 @@
+"""`reward.reachable`, `reward.sensitive`: the reward can be earned, and it moves.
+
+Both read the probe results (`vfcheck.checks.probes`): the oracle (the task's reference
+answer, judges answering `positive`), the oracle with judges answering `negative`, and the
+trivial policies (judges `negative`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vfcheck.checks.context import CheckContext
+from vfcheck.checks.probes import ProbeResult, num, probe_lab, short, table_of
+from vfcheck.checks.registry import check
+from vfcheck.findings import Finding
+
+
+async def all_results(ctx: CheckContext, task: Any) -> tuple[Any, dict[str, ProbeResult]]:
+    """The probe lab and every probe result of `task`, oracle first."""
+    lab = await probe_lab(ctx)
+    results: dict[str, ProbeResult] = {}
+    oracle = await lab.oracle_result(task)
+    if oracle is not None:
+        results["oracle"] = oracle
+        if oracle.judge_calls:
+            negative = await lab.oracle_result(task, "negative")
+            assert negative is not None
+            results[negative.probe] = negative
+    results.update(await lab.trivial_results(task))
+    return lab, results
+
+
+@check(
+    "reward.reachable", family="reward", scope="sample", budget=4.5,
+    contract="some policy earns a reward above 0 on the task: its reference answer does",
+    fails_when="no probe (the reference answer with judges answering positive, nor any "
+    "trivial policy) earns a reward above 0; the message names each reward function and what "
+    "it returned. Skipped, with the reason, when the task has no usable reference answer "
+    "(none in the data, a plugged reference judge or the script; or a multi-turn or tool "
+    "task without a script `oracle`)",
+    why="a reward that is always 0 trains nothing: the gradient is zero on every rollout",
+)
+async def reachable(ctx: CheckContext, task: Any) -> Finding:
+    lab, results = await all_results(ctx, task)
+    table = table_of(results)
+    best = max(results.values(), key=lambda r: r.reward if r.reward is not None else -1.0)
+    if best.reward is not None and best.reward > 0:
+        return ctx.finding("reward.reachable", task, "passed",
+                           f"{best.probe} earns {best.describe()}", probes=table,
+                           results=[r.as_dict() for r in results.values()])
+    oracle = results.get("oracle")
+    if not lab.oracle_counts(task, oracle):
+        return ctx.finding("reward.reachable", task, "skipped",
+                           f"no probe earned a reward above 0, and {lab.oracle_gap(task, oracle)}",
+                           probes=table, results=[r.as_dict() for r in results.values()])
+    assert oracle is not None
+    source = lab.source(task)
+    others = sorted({num(r.reward) for r in results.values() if r is not oracle})
+    return ctx.finding(
+        "reward.reachable", task, "failed",
+        f"the reference answer {short(oracle.reply)!r} ({source}), judges answering positive, "
+        f"earned {oracle.describe()}; every other probe earned {' or '.join(others)}"
+        + (f"; the oracle's episode recorded {oracle.errors[0]}" if oracle.errors else ""),
+        probes=table, results=[r.as_dict() for r in results.values()])
+
+
+@check(
+    "reward.sensitive", family="reward", scope="sample", budget=4.5,
+    contract="the reward tells policies apart: the reference answer, trivial replies and "
+    "judge verdicts do not all get the same reward",
+    fails_when="every probe played on the task (the reference answer, an empty reply, the "
+    "echoed prompt and system prompt, a refusal, a bare claim of success, one-token judge "
+    "attacks, all reference answers at once, tool spam; judges positive and negative) gets "
+    "the same reward. Skipped when no probe was scored",
+    why="a reward that never moves is a constant: the policy cannot learn from it",
+)
+async def sensitive(ctx: CheckContext, task: Any) -> Finding:
+    _, results = await all_results(ctx, task)
+    table = table_of(results)
+    scored = {name: r.reward for name, r in results.items() if r.reward is not None}
+    details: dict[str, Any] = {"probes": table,
+                               "results": [r.as_dict() for r in results.values()]}
+    if not scored:
+        first = next(iter(results.values()))
+        return ctx.finding("reward.sensitive", task, "skipped",
+                           f"no probe episode was scored ({first.describe()}; see "
+                           f"episode[{task.data.idx}])", **details)
+    values = set(scored.values())
+    if len(values) > 1:
+        low, high = min(values), max(values)
+        return ctx.finding("reward.sensitive", task, "passed",
+                           f"{len(scored)} probes earn rewards from {num(low)} to {num(high)}",
+                           **details)
+    (value,) = values
+    names = ", ".join(scored)
+    return ctx.finding(
+        "reward.sensitive", task, "failed",
+        f"all {len(scored)} probes earned reward {num(value)} ({names}); rewards of the "
+        f"reference answer: {results[next(iter(scored))].describe()}", **details)
