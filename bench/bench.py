@@ -299,7 +299,10 @@ class Bench:
         from vfcheck.checks import FAMILIES
 
         env = child_env()
-        chk = [str(BIN / "vfcheck"), "check", "vfc-echo", "--path", str(FIXTURES)]
+        chk = [str(BIN / "vfcheck"), "check", "vfc-echo", "--path", str(FIXTURES),
+               # accepted in the repo's pyproject.toml; the bench runs in folders of its own
+               "--allow", "vfc-echo::exploit.echo-prompt=echoing is the task",
+               "--allow", "vfc-echo::exploit.answer-spam=a lenient substring reward"]
         without = ",".join(f for f in FAMILIES if f not in ("reward", "exploit", "judge"))
         a, b = self.measure(
             [

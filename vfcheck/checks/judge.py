@@ -43,8 +43,11 @@ async def verdicts(lab: ProbeLab, task: Any, *kinds: Verdict) -> dict[str, Probe
     assert probe is not None
     variants = [dataclasses.replace(probe, judge=kind, name=probe.name if kind == probe.judge
                                     else f"{probe.name}/{kind}") for kind in kinds]
-    played = await asyncio.gather(*(lab.play(task, v) for v in variants))
-    return dict(zip(kinds, played, strict=True))
+    first = await lab.play(task, variants[0])
+    if not first.judge_calls:  # no judge to vary: the other verdicts would change nothing
+        return {kinds[0]: first}
+    played = await asyncio.gather(*(lab.play(task, v) for v in variants[1:]))
+    return dict(zip(kinds, [first, *played], strict=True))
 
 
 def no_judge_call(results: dict[str, ProbeResult]) -> bool:
@@ -67,7 +70,7 @@ async def wiring(ctx: CheckContext, task: Any) -> Finding:
                "probes": {r.probe: r.reward for r in results.values()}}
     if no_judge_call(results):
         return ctx.finding("judge.wiring", task, "skipped", NO_JUDGE, **details)
-    positive, negative = results["positive"], results["negative"]
+    positive, negative = results["positive"], results["negative"]  # both: it judged
     for kind, result in results.items():
         if result.errors or result.reward is None:
             return ctx.finding(
