@@ -165,12 +165,19 @@ class CheckContext:
                      ) -> T:
         """The run's one `key` resource (the episode lab, ...), opened by `opener` on the first
         call, with whatever it enters on the stack closed with this context. The families
-        that share a resource own its opener; this context only holds it."""
+        that share a resource own its opener; this context only holds it. An opener that
+        raises is not retried: every later call raises the same error."""
         async with self._locks.setdefault(key, asyncio.Lock()):  # one lock per resource:
             if key not in self._shared:  # an opener may ask for another resource
-                self._shared[key] = await opener(self, self._stack)
-        value: T = self._shared[key]
-        return value
+                try:
+                    self._shared[key] = await opener(self, self._stack)
+                except Exception as e:  # noqa: BLE001 - kept: every check that needs it says why
+                    self._shared[key] = e
+        value = self._shared[key]
+        if isinstance(value, Exception):
+            raise value
+        opened: T = value
+        return opened
 
     def memo(self, key: str, make: Callable[[], T]) -> T:
         """The run's one `key` value, made on first use (the validate config, ...)."""

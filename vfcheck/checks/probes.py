@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from vfcheck.checks.lab import env_code_errors, episode_lab
+from vfcheck.checks.lab import episode_lab
 
 if TYPE_CHECKING:
     from vfcheck.checks.context import CheckContext
@@ -64,7 +64,10 @@ class ProbeResult:
     rewards: dict[str, float | None] = field(default_factory=dict)
     """Each reward function's score, by name."""
     errors: list[str] = field(default_factory=list)
-    """Env-code errors the episode recorded (a judge that raised is one)."""
+    """Every error the episode recorded (a judge that raised, a harness that failed)."""
+    seats: tuple[float, ...] = ()
+    """Each scored trace's reward: the seats of a multi-agent episode (a zero-sum game's
+    mean is always 0, its seats are not)."""
     judge_calls: int = 0
     turns: int = 0
     """Agent (model) requests the episode made."""
@@ -126,10 +129,13 @@ class ProbeLab:
                 return Oracle(text, f"data.{name}")
         return None
 
-    def all_answers(self) -> str:
-        """Every task's reference answer, one per line (`answer-spam`)."""
+    def all_answers(self, task: Any) -> str:
+        """Every task's reference answer, one per line, `task`'s own last (`answer-spam`): a
+        parser that takes the first match must not be credited with the probe's luck."""
+        own = self.oracle(task)
         answers = [o.reply for t in self.ctx.tasks if (o := self.oracle(t)) is not None]
-        return "\n".join(dict.fromkeys(answers))[:SPAM_LIMIT]
+        others = [a for a in dict.fromkeys(answers) if own is None or a != own.reply]
+        return "\n".join([*others, *([own.reply] if own else [])])[-SPAM_LIMIT:]
 
     def judge_labels(self, task: Any) -> tuple[str, str] | None:
         """The (positive, negative) labels a plugged judge declares, if one does."""
@@ -172,7 +178,7 @@ class ProbeLab:
         return ProbeResult(
             probe=probe.name, reply=said(agent[0].reply) if agent else probe.reply,
             judge=probe.judge, reward=reward,
-            rewards=rewards, errors=env_code_errors(result),
+            rewards=rewards, errors=result.errors(), seats=tuple(t.reward for t in scored),
             judge_calls=sum(1 for r in mine if r.request.kind == "judge"),
             turns=len(agent), env_tools=[n for n in offered if n not in HARNESS_BUILTIN_TOOLS],
             runner_error=result.runner_error)
@@ -196,7 +202,7 @@ class ProbeLab:
         """Why the task has no usable oracle, for skip reasons and messages."""
         oracle = self.oracle(task)
         if oracle is None:
-            return ("no reference answer: the task has no data field "
+            return ("the task has no data field "
                     f"{'/'.join(ORACLE_FIELDS)}, no plugged reference judge, and the script "
                     "gives no `oracle` for it")
         assert result is not None
@@ -238,7 +244,7 @@ class ProbeLab:
         if name.startswith("judge-attack"):
             return text(JUDGE_ATTACKS[int(name.rsplit("-", 1)[1]) - 1])
         if name == "answer-spam":
-            spam = self.all_answers()
+            spam = self.all_answers(task)
             return None if not spam else text(spam)
         if name == "tool-spam":
             tools = first.env_tools if first is not None else []
@@ -328,5 +334,5 @@ def num(value: float | None) -> str:
 
 
 def short(text: str, limit: int = 80) -> str:
-    text = text.replace("\n", "\\n")
+    """`text` cut to `limit` characters (messages quote it with repr, which escapes)."""
     return text if len(text) <= limit else text[: limit - 1] + "…"

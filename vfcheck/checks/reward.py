@@ -42,26 +42,28 @@ async def all_results(ctx: CheckContext, task: Any) -> tuple[Any, dict[str, Prob
 )
 async def reachable(ctx: CheckContext, task: Any) -> Finding:
     lab, results = await all_results(ctx, task)
-    table = table_of(results)
-    best = max(results.values(), key=lambda r: r.reward if r.reward is not None else -1.0)
-    if best.reward is not None and best.reward > 0:
+    details: dict[str, Any] = {"probes": table_of(results),
+                               "results": [r.as_dict() for r in results.values()]}
+    best = max(results.values(), key=lambda r: max(r.seats, default=-1.0))
+    if max(best.seats, default=0.0) > 0:
         return ctx.finding("reward.reachable", task, "passed",
-                           f"{best.probe} earns {best.describe()}", probes=table,
-                           results=[r.as_dict() for r in results.values()])
+                           f"{best.probe} earns {best.describe()}", **details)
     oracle = results.get("oracle")
     if not lab.oracle_counts(task, oracle):
         return ctx.finding("reward.reachable", task, "skipped",
                            f"no probe earned a reward above 0, and {lab.oracle_gap(task, oracle)}",
-                           probes=table, results=[r.as_dict() for r in results.values()])
+                           **details)
     assert oracle is not None
-    source = lab.source(task)
+    if oracle.reward is None:  # a harness or env failure: `episode` reports it
+        return ctx.finding("reward.reachable", task, "skipped",
+                           f"the reference answer's episode was not scored "
+                           f"({oracle.describe()}; see episode[{task.data.idx}])", **details)
     others = sorted({num(r.reward) for r in results.values() if r is not oracle})
     return ctx.finding(
         "reward.reachable", task, "failed",
-        f"the reference answer {short(oracle.reply)!r} ({source}), judges answering positive, "
-        f"earned {oracle.describe()}; every other probe earned {' or '.join(others)}"
-        + (f"; the oracle's episode recorded {oracle.errors[0]}" if oracle.errors else ""),
-        probes=table, results=[r.as_dict() for r in results.values()])
+        f"the reference answer {short(oracle.reply)!r} ({lab.source(task)}), judges answering "
+        f"positive, earned {oracle.describe()}; every other probe earned {' or '.join(others)}",
+        **details)
 
 
 @check(
@@ -75,25 +77,32 @@ async def reachable(ctx: CheckContext, task: Any) -> Finding:
     why="a reward that never moves is a constant: the policy cannot learn from it",
 )
 async def sensitive(ctx: CheckContext, task: Any) -> Finding:
-    _, results = await all_results(ctx, task)
-    table = table_of(results)
-    scored = {name: r.reward for name, r in results.items() if r.reward is not None}
-    details: dict[str, Any] = {"probes": table,
+    lab, results = await all_results(ctx, task)
+    details: dict[str, Any] = {"probes": table_of(results),
                                "results": [r.as_dict() for r in results.values()]}
+    scored = {name: r.seats for name, r in results.items() if r.seats}
     if not scored:
         first = next(iter(results.values()))
         return ctx.finding("reward.sensitive", task, "skipped",
                            f"no probe episode was scored ({first.describe()}; see "
                            f"episode[{task.data.idx}])", **details)
-    values = set(scored.values())
-    if len(values) > 1:
-        low, high = min(values), max(values)
+    if len(set(scored.values())) > 1:
+        values = [v for seats in scored.values() for v in seats]
         return ctx.finding("reward.sensitive", task, "passed",
-                           f"{len(scored)} probes earn rewards from {num(low)} to {num(high)}",
-                           **details)
-    (value,) = values
-    names = ", ".join(scored)
+                           f"{len(scored)} probes earn rewards from {num(min(values))} to "
+                           f"{num(max(values))}", **details)
+    oracle = results.get("oracle")
+    if oracle is not None and lab.oracle_counts(task, oracle) and not oracle.seats:
+        return ctx.finding("reward.sensitive", task, "skipped",
+                           f"the reference answer's episode was not scored "
+                           f"({oracle.describe()}; see episode[{task.data.idx}])", **details)
+    if oracle is None or not lab.oracle_counts(task, oracle):
+        return ctx.finding(
+            "reward.sensitive", task, "skipped",
+            f"every trivial probe earns the same ({num(next(iter(results.values())).reward)}), "
+            f"as it should, and with no reference answer to compare: "
+            f"{lab.oracle_gap(task, oracle)}", **details)
     return ctx.finding(
         "reward.sensitive", task, "failed",
-        f"all {len(scored)} probes earned reward {num(value)} ({names}); rewards of the "
-        f"reference answer: {results[next(iter(scored))].describe()}", **details)
+        f"all {len(scored)} probes earned the same rewards ({', '.join(scored)}), the "
+        f"reference answer {short(oracle.reply)!r} too: {oracle.describe()}", **details)

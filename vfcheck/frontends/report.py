@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from vfcheck.findings import EnvReport, Finding
@@ -45,8 +46,9 @@ def findings_table(env: EnvReport) -> Table:
     table.add_column("message", overflow="fold")
     for f in env.findings:
         task = "-" if f.task is None else f"{f.task.index} {table_cell(f.task.key, 24)}"
-        table.add_row(f.check, task, f"[{OUTCOME_STYLE[f.outcome]}]{f.outcome}[/]",
-                      table_cell(short_message(f), 90))
+        table.add_row(escape(f.check), escape(task),  # env text is no rich markup
+                      f"[{OUTCOME_STYLE[f.outcome]}]{f.outcome}[/]",
+                      escape(table_cell(short_message(f), 90)))
     return table
 
 

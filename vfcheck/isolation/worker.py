@@ -13,6 +13,7 @@ the start of the run, so that its verifiers import overlaps this worker's).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -88,7 +89,11 @@ class Worker:
                 tiers=[{"role": r.role, "tier": r.tier, "harness": r.harness,
                         "reason": r.reason} for r in ctx.tiers],
             )
-            await episode_lab(ctx)  # the mock answers model (and judge) calls of every check
+            # the mock answers model (and judge) calls of every check; if the lab cannot open
+            # (a harness program that cannot be prepared offline), each check that plays an
+            # episode gets an `error` finding saying why, and the others still run
+            with contextlib.suppress(Exception):
+                await episode_lab(ctx)
             await self.run_units(self.units("run"))
         for unit in self.units("after"):  # verifiers has closed its runners
             await self.run_unit(REGISTRY[unit[0]], None)
