@@ -28,8 +28,6 @@ import pytest
 
 SOURCE = Path(__file__).resolve().parent.parent / "vfcheck"
 MAX_LINES = 550
-MODEL = SOURCE / "model.py"
-"""1074 lines: another branch splits it into a package; its xfail goes with the file."""
 
 
 @dataclass(frozen=True)
@@ -196,10 +194,7 @@ def _sized_modules() -> list[object]:
     params: list[object] = []
     for path in sorted(SOURCE.rglob("*.py")):
         shown = str(path.relative_to(SOURCE.parent))
-        marks = [pytest.mark.xfail(
-            strict=False, reason="vfcheck/model.py is being split into a package on another "
-                                 "branch; this mark goes with the file")] if path == MODEL else []
-        params.append(pytest.param(path, id=shown, marks=marks))
+        params.append(pytest.param(path, id=shown))
     return params
 
 
