@@ -138,7 +138,7 @@ def test_a_second_interrupt_does_not_cut_the_report_short(
 @pytest.mark.slow
 def test_a_killed_front_end_leaves_what_it_had_found(fixtures_dir: Path, tmp_path: Path) -> None:
     """SIGKILL cannot be caught: the JSON report is written as findings arrive."""
-    from vfcheck.isolation.supervisor import kill_pids
+    from vfcheck.isolation.processes import kill_pids
     from vfcheck.isolation.workdirs import sweep
 
     report = tmp_path / "report.json"

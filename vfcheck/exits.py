@@ -79,3 +79,35 @@ def deferred_interrupts() -> Iterator[list[int]]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def first_interrupt_wins() -> Iterator[list[int]]:
+    """In the body the first SIGINT or SIGTERM interrupts (KeyboardInterrupt, `Terminated`)
+    and every later one is only noted: a second Ctrl-C, or CI's SIGTERM right after it, must
+    not replace the interrupt being handled nor cut the unwinding short. Yields the exit
+    codes of the signals in arrival order (the first is the run's). Main thread only."""
+    arrived: list[int] = []
+    if not _in_main_thread():
+        yield arrived
+        return
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        arrived.append(EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT)
+        if len(arrived) == 1:
+            raise_interrupt(arrived[0])
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield arrived
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def ignore_interrupts() -> None:
+    """SIGINT and SIGTERM do nothing from now on: for a process that is ending with the code
+    of the interrupt it already handled (main thread only)."""
+    if _in_main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)

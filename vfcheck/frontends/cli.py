@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,7 +18,7 @@ from vfcheck.exits import (
     EXIT_USAGE,
     Terminated,
     interrupt_code,
-    sigterm_interrupts,
+    raise_terminated,
 )
 
 if TYPE_CHECKING:
@@ -313,9 +314,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from vfcheck.option_table import OptionError
 
     args = build_parser().parse_args(argv)
+    # the process's entry point: SIGTERM unwinds as Ctrl-C does, for the process's whole
+    # life (no handler to restore: restoring the default on the way out would let a late
+    # SIGTERM kill the process before it returns the code of the interrupt it handled)
+    signal.signal(signal.SIGTERM, raise_terminated)
     try:
-        with sigterm_interrupts():
-            return COMMANDS[args.command](args)
+        return COMMANDS[args.command](args)
     except OptionError as e:  # a bad option value, found before any work started
         print(f"vfcheck: error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -27,9 +27,10 @@ from vfcheck.exits import (
     EXIT_FAILED,
     EXIT_OK,
     deferred_interrupts,
+    first_interrupt_wins,
+    ignore_interrupts,
     interrupt_code,
     raise_interrupt,
-    sigterm_interrupts,
 )
 
 if TYPE_CHECKING:
@@ -51,6 +52,8 @@ class CheckRun:
 
     def __init__(self, env_ids: list[str], options: CheckOptions, run: RunOptions, *,
                  front: Front) -> None:
+        self._signals: list[int] = []
+        """SIGINT/SIGTERM codes in arrival order, from `start` on (`first_interrupt_wins`)."""
         self.env_ids = env_ids
         self.options = options
         self.run = run
@@ -102,7 +105,7 @@ class CheckRun:
         a slot)."""
         from vfcheck.isolation.supervisor import EnvCheck
 
-        self._cleanup.enter_context(sigterm_interrupts())
+        self._signals = self._cleanup.enter_context(first_interrupt_wins())
         self.run_dir = Path(tempfile.mkdtemp(prefix=f"vfcheck-{self.front}-"))
         slots = threading.BoundedSemaphore(self.run.envs_at_once)
         for env_id in self.env_ids:
@@ -113,8 +116,8 @@ class CheckRun:
 
     def interrupted(self, interrupt: BaseException) -> int:
         """Note an interrupt (KeyboardInterrupt or `Terminated`); its exit code."""
-        if self.interrupt is None:
-            self.interrupt = interrupt_code(interrupt)
+        if self.interrupt is None:  # the first signal's, even if a later one unwound us
+            self.interrupt = self._signals[0] if self._signals else interrupt_code(interrupt)
         return self.interrupt
 
     def reports(self) -> list[EnvReport]:
@@ -183,6 +186,10 @@ class CheckRun:
                     shutil.rmtree(self.run_dir, ignore_errors=True)
         finally:
             self._cleanup.close()
+            if self.interrupt is not None and self.front == "cli":
+                # `vfcheck check` ends now, with the first signal's code: a later Ctrl-C or
+                # SIGTERM (the handlers are restored) must not kill it on its way out
+                ignore_interrupts()
 
     def __enter__(self) -> CheckRun:
         return self
