@@ -59,18 +59,21 @@ CASES = {
 }
 
 
-def check_env(env_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    """`vfcheck check ENV --timeout 10`: its JSON report's env, the wall time printed."""
+def check_env(env_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+              *extra: str, timeout: int = 10) -> dict[str, Any]:
+    """`vfcheck check ENV --timeout 10 [extra]`: its JSON report's env, the wall time
+    printed."""
     report = tmp_path / "vfcheck.json"
     load = os.getloadavg()[0]
     start = time.monotonic()
+    args = ["--timeout", str(timeout), *extra]
     done = subprocess.run(
         [sys.executable, "-m", "vfcheck", "check", env_id, "--path", str(FIXTURES),
-         "--timeout", "10", "--json", str(report)],
+         "--json", str(report), *args],
         cwd=tmp_path, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
     wall = time.monotonic() - start
     with capsys.disabled():
-        print(f"\n{env_id}: `vfcheck check --timeout 10` took {wall:.1f}s (load average "
+        print(f"\n{env_id}: `vfcheck check {' '.join(args)}` took {wall:.1f}s (load average "
               f"{load:.2f} before, {os.getloadavg()[0]:.2f} after)")
     assert done.returncode == 1, done.stderr[-3000:]
     (env,) = json.loads(report.read_text())["envs"]
@@ -120,3 +123,25 @@ def test_a_stalling_hook_fails_its_task_only(env_id: str, tmp_path: Path,
     untouched = set(mine) - failed - case.skipped_as_setup
     assert {mine[c]["outcome"] for c in untouched} <= {"passed", "skipped"}, summary
     assert env["worker_starts"] == 2  # one restart: the stall named its unit
+
+
+@pytest.mark.slow
+def test_a_blocking_tool_fails_its_tasks_episodes_naming_the_tool(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Tools run in a server process of their own (the env tier), so a tool that blocks
+    blocks that server, not the worker: the episode waits until the runner's deadline,
+    which names the tool call still unanswered. Tool envs play on the env tier (harness
+    programs, tool servers): the timeout is one their episodes fit in on a loaded 2-core
+    machine, and the sample's second plays are left out (they queue behind the env tier's
+    four episode slots)."""
+    env = check_env("vfc-broken-tool-block", tmp_path, capsys,
+                    "--checks", "setup,gold,noop,episode,lifecycle,hygiene", timeout=30)
+    findings = by_unit(env)
+    summary = {u: (f["outcome"], f["message"][:160]) for u, f in findings.items()}
+    assert {u for u, f in findings.items() if f["outcome"] != "passed"} == {
+        ("episode", 2), ("lifecycle", 2)}, summary
+    assert {f["outcome"] for u, f in findings.items() if u in {
+        ("episode", 2), ("lifecycle", 2)}} == {"failed"}, summary
+    assert "waiting for the result of tool call calc_add" in findings[("episode", 2)][
+        "message"]
+    assert env["worker_starts"] == 1  # the worker's loop never stalled
