@@ -230,9 +230,13 @@ def awaited_frames(task: asyncio.Task[Any]) -> list[FrameType]:
 class Watchdog:
     """Watches one worker's event loop; `emit(stall)` writes what it finds."""
 
-    def __init__(self, emit: Callable[[Stall], None], stall_after: float) -> None:
+    def __init__(self, emit: Callable[[Stall], None], stall_after: float, *,
+                 floor: float = MIN_STALL) -> None:
         self.emit = emit
-        self.stall_after = max(stall_after, MIN_STALL)
+        self.stall_after = max(stall_after, floor)
+        """Seconds without a heartbeat that count as a blocked loop: the per-step timeout
+        (a hook holding the loop that long breaks every check's contract), at least
+        `floor`."""
         self.env_code = EnvCode()
         self.kinds = HookKinds()
         self.owners: weakref.WeakKeyDictionary[asyncio.Task[Any], Unit] = (
