@@ -27,6 +27,14 @@ Phase = Literal["load", "run", "after"]
 `after`: once every `run` check is done and verifiers has closed its runners."""
 Unit = tuple[str, int | None]
 """A check on a task (`("gold", 1)`), or on the env (`("load", None)`)."""
+Stage = Literal["setup", "validate", "finalize", "scoring", "episode"]
+"""Where a task's env code runs: `Task.setup`; `Task.validate` (gold); `Task.finalize`;
+scoring (`@vf.reward`, `@vf.metric`, judges, `Task.score`); the episode itself (`@vf.stop`,
+`@vf.intercept`, tools, the harness). A hook that blocks in a stage blocks every check of
+the task that runs that stage (`vfcheck.isolation.supervisor`)."""
+EPISODE_STAGES: tuple[Stage, ...] = ("setup", "episode", "finalize", "scoring")
+"""What every played episode runs (verifiers' rollout: setup, the turns, finalize, score)."""
+ALL_STAGES: tuple[Stage, ...] = ("setup", "validate", "finalize", "scoring", "episode")
 CheckFn = Callable[[Any, Any], Awaitable["Finding"]]
 """`fn(ctx, task)`: `ctx` is the run's `vfcheck.checks.context.CheckContext`, `task` the
 verifiers Task, or None for an env-scoped check."""
@@ -61,6 +69,15 @@ class CheckSpec:
                                                           repr=False)
     """Called when the worker starts, before `load`, for a check this run will run: work
     that overlaps the env's load (`determinism.load` starts its other interpreter)."""
+    runs: tuple[Stage, ...] | None = None
+    """The stages of a task's env code this check runs (None: every episode stage for a
+    `sample` check, every stage for a `task` check, none for an `env` check)."""
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        if self.runs is not None:
+            return self.runs
+        return {"env": (), "sample": EPISODE_STAGES, "task": ALL_STAGES}[self.scope]
 
     def deadline(self, timeout: float) -> float:
         return (self.budget * max(timeout, self.min_timeout) + self.extra_seconds
@@ -133,7 +150,7 @@ REGISTRY = Registry()
 def check(check_id: str, *, family: str, scope: Scope, contract: str, fails_when: str,
           why: str, phase: Phase = "run", budget: float = 2.0, min_timeout: float = 0.0,
           extra_seconds: float = 0.0, blocked_by_setup: bool = True,
-          prepare: Callable[[Any], None] | None = None,
+          prepare: Callable[[Any], None] | None = None, runs: tuple[Stage, ...] | None = None,
           ) -> Callable[[CheckFn], CheckFn]:
     """Register the decorated `async def fn(ctx, task) -> Finding` as check `check_id`."""
 
@@ -141,8 +158,7 @@ def check(check_id: str, *, family: str, scope: Scope, contract: str, fails_when
         REGISTRY.register(CheckSpec(
             check_id, family, scope, contract, fails_when, why, fn=fn, phase=phase,
             budget=budget, min_timeout=min_timeout, extra_seconds=extra_seconds,
-            blocked_by_setup=blocked_by_setup,
-            prepare=prepare))
+            blocked_by_setup=blocked_by_setup, prepare=prepare, runs=runs))
         return fn
 
     return register

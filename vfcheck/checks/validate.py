@@ -146,6 +146,7 @@ def run_config(ctx: CheckContext) -> Any:
 
 @check(
     "setup", family="setup", scope="task", budget=1.5, blocked_by_setup=False,
+    runs=("setup",),
     contract="Task.setup completes in a fresh runtime within the timeout",
     fails_when="`Task.setup` raises or outlives the timeout (also when it blocks the event loop)",
     why="a task whose setup fails can never be rolled out",
@@ -155,7 +156,7 @@ async def setup(ctx: CheckContext, task: Any) -> Finding:
 
 
 @check(
-    "gold", family="gold", scope="task", budget=2.5,
+    "gold", family="gold", scope="task", budget=2.5, runs=("setup", "validate", "scoring"),
     contract="Task.validate accepts the task's own reference solution",
     fails_when="`Task.validate` returns False (or anything but True, False or None: the message "
     "names what it returned), raises or times out; `None` = no gold check: skipped",
@@ -166,7 +167,7 @@ async def gold(ctx: CheckContext, task: Any) -> Finding:
 
 
 @check(
-    "noop", family="noop", scope="task", budget=2.5,
+    "noop", family="noop", scope="task", budget=2.5, runs=("setup", "finalize", "scoring"),
     contract="finalising and scoring the untouched task gives a reward below 1.0",
     fails_when="finalize + score of the untouched task gives reward >= 1.0, or raises; no "
     "rewards: skipped",

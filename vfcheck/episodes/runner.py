@@ -346,7 +346,8 @@ class EnvRunner:
                     self.env.run_slot(slot, self.ctx, **hooks), timeout
                 )
         except TimeoutError:
-            result.runner_error = f"episode exceeded the runner's {timeout:g}s deadline"
+            result.runner_error = (f"episode exceeded the runner's {timeout:g}s deadline"
+                                   + awaited_tools([log.trace for log in recorder.logs.values()]))
         except Exception as e:  # noqa: BLE001 - a crash outside verifiers' boundaries is data
             result.runner_error = f"{type(e).__name__}: {e}"
         result.duration = time.perf_counter() - start
@@ -355,6 +356,25 @@ class EnvRunner:
             result.runner_error = problem
             raise HarnessDependencyError(problem, result)
         return result
+
+
+def awaited_tools(traces: Sequence[Any]) -> str:
+    """`, waiting for the result of tool call calc_add`: the last model turn's tool calls that
+    got no result. A tool that blocks runs in its tool server's process, not this one, so
+    the episode just waits there; nothing else names the tool."""
+    names: list[str] = []
+    for trace in traces:
+        try:
+            turns = trace.assistant_messages
+            answered = {m.tool_call_id for m in trace.tool_messages}
+            calls = (turns[-1].tool_calls or []) if turns else []
+            names += [c.name for c in calls if c.id not in answered]
+        except (AttributeError, TypeError):  # a trace shape this reading does not know
+            continue
+    if not names:
+        return ""
+    return f", waiting for the result of tool call{'s' if len(names) > 1 else ''} " \
+           f"{', '.join(names)}"
 
 
 async def play_cancelled(runner: EnvRunner, task: Any, on_trace: Callable[[Any], None], *,

@@ -7,6 +7,8 @@ env's work per worker), and what was written survives an interrupt. Events:
 - `hello` (worker pid), `ready` (verifiers imported: its version)
 - `plan` (tasks, the sampled indices, the harness tier per role)
 - `start` / `finding` for each check unit (`check`, `index`)
+- `stalled` (the worker's watchdog: env code blocked the loop or ignored a cancellation,
+  and where; the supervisor kills the worker on it — see `Stall`)
 - `done` (the worker finished), `final` (the supervisor finished: nothing more will come)
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,49 @@ from vfcheck.findings import Finding
 
 Unit = tuple[str, int | None]
 """A check on a task (`("gold", 1)`), or on the env (`("load", None)`)."""
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Where env code stalled the worker (`vfcheck.isolation.watchdog` finds it)."""
+
+    how: str
+    """`blocked` (the event loop) or `ignored cancellation`."""
+    unit: Unit | None
+    """The unit whose asyncio task was stuck, if known."""
+    index: int | None
+    """The task whose hook it is (the hook's own `self`, else the unit's)."""
+    hook: str | None
+    """`reward 'slow_grade'`, `VfcTask.setup`, `tool 'add'`; None: no hook frame found."""
+    stage: str | None
+    """The stage the hook belongs to (`vfcheck.checks.registry.Stage`); None: unknown."""
+    function: str
+    at: str
+    """`file:line` of the innermost env-code frame."""
+    call: str | None
+    """What that line was calling or awaiting (`time.sleep`)."""
+    seconds: float
+    stack: list[str] = field(default_factory=list)
+
+    @property
+    def what(self) -> str:
+        """`reward 'slow_grade' blocked the event loop at x.py:41 (time.sleep)`."""
+        who = self.hook or f"env code ({self.function})"
+        verb = "blocked the event loop" if self.how == "blocked" else "ignored cancellation"
+        return f"{who} {verb} at {self.at}" + (f" ({self.call})" if self.call else "")
+
+    def as_event(self) -> dict[str, Any]:
+        return {"event": "stalled", "t": time.time(), **asdict(self)}
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> Stall:
+        unit = event.get("unit")
+        return cls(
+            how=event["how"], unit=(unit[0], unit[1]) if unit else None,
+            index=event.get("index"), hook=event.get("hook"), stage=event.get("stage"),
+            function=event.get("function") or "?", at=event.get("at") or "?",
+            call=event.get("call"), seconds=float(event.get("seconds") or 0.0),
+            stack=list(event.get("stack") or []))
 
 
 def append_event(path: Path, event: dict[str, Any]) -> None:
@@ -48,6 +93,8 @@ class EventLog:
     started: dict[Unit, tuple[float, float]] = field(default_factory=dict)
     """Unit -> (when this reader saw it start, its deadline in seconds)."""
     findings: dict[Unit, Finding] = field(default_factory=dict)
+    stall: Stall | None = None
+    """What the current worker's watchdog reported stuck, if anything."""
     done: bool = False
     final: bool = False
     worker_starts: int = 0
@@ -75,7 +122,7 @@ class EventLog:
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event["event"]
         if kind == "hello":
-            self.hello, self.done = event, False
+            self.hello, self.done, self.stall = event, False, None
             self.worker_starts += 1
             self.started.clear()  # a restarted worker: what was in flight was settled
         elif kind == "ready":
@@ -90,6 +137,8 @@ class EventLog:
             unit = (finding.check, finding.task.index if finding.task else None)
             self.findings[unit] = finding
             self.started.pop(unit, None)
+        elif kind == "stalled":
+            self.stall = Stall.from_event(event)
         elif kind == "done":
             self.done = True
         elif kind == "final":

@@ -1,10 +1,33 @@
 """Run one env's checks in a worker process and hold it to hard deadlines.
 
 The worker bounds every check with asyncio deadlines; that cannot stop a hook that blocks
-the event loop (a sync sleep, a busy loop). So the supervisor, in the front end's process,
-watches the event log: a unit that outlives its deadline (plus grace) gets the worker
-killed, with its process tree. If one unit was in flight it fails ("did not finish"); if
-several were, they are retried one at a time first, so the next stall names the culprit.
+the event loop (a sync sleep, a busy loop) or one that swallows `CancelledError`. So the
+supervisor, in the front end's process, watches the event log and kills the worker, with
+its process tree, when
+
+- the worker's watchdog reports a `stalled` unit (`vfcheck.isolation.watchdog`: the hook,
+  and the file and line where env code is stuck). That unit fails, naming them; the
+  restarted worker is told the task and stage that are blocked, and fails the task's
+  other checks that run that stage as `blocked — see gold[2]: ...` without running them;
+  the units of other tasks that were in flight are simply run again. Which checks run
+  which stage is each check's `CheckSpec.stages`:
+  - a hook blocking in **setup** hits every check of the task (verifiers runs
+    `Task.setup` before every check and episode); when the `setup` check is the one
+    that stalled, the task's checks are skipped as blocked by its failure, as for any
+    failed setup;
+  - in **scoring** (`@vf.reward`, `@vf.metric`, a judge): `gold` (Task.validate scores
+    its reference), `noop` and every episode-playing check;
+  - in **finalize**: `noop` and the episode checks; in **validate** (Task.validate's own
+    code): `gold` only; in the **episode** (`@vf.stop`, `@vf.intercept`, a tool, the
+    harness): the episode checks;
+  - where no hook frame is found: every check of the task that runs env code.
+  A stall the watchdog names costs one restart and is not counted against `MAX_RESTARTS`
+  (it always settles a unit, so the run progresses);
+- a unit outlives its deadline (plus grace) with no stall named (a C call holding the
+  GIL, vfcheck's own code). If one unit was in flight it fails ("did not finish"); if
+  several were, they are retried one at a time first, so the next stall names the
+  culprit.
+
 The worker is then restarted for the units without a finding. The supervisor writes what
 it concludes to the same event log, so every reader sees one story.
 
@@ -20,12 +43,13 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from vfcheck.checks import BY_ID, REGISTRY
 from vfcheck.findings import EnvReport, Finding, TaskId
-from vfcheck.isolation.events import EventLog, Unit, append_event
+from vfcheck.isolation.events import EventLog, Stall, Unit, append_event
 from vfcheck.isolation.processes import WORKER_HASH_SEED, kill_tree
 from vfcheck.options import CheckOptions
 
@@ -36,6 +60,7 @@ IMPORT_DEADLINE = 180.0
 EXIT_GRACE = 5.0
 """Seconds a worker may linger after `done` (threads of env code) before it is killed."""
 MAX_RESTARTS = 5
+"""Worker deaths no watchdog explained before the supervisor gives up (`error` findings)."""
 
 
 def event_file(run_dir: Path, env_id: str, options: CheckOptions) -> Path:
@@ -69,6 +94,8 @@ class EnvCheck:
         self._proc: subprocess.Popen[bytes] | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self.blocked: list[dict[str, Any]] = []
+        """What stalls blocked, for the next worker (`vfcheck.isolation.worker`)."""
 
     # -- supervising (the owner's side)
 
@@ -98,6 +125,7 @@ class EnvCheck:
             "golden_record": self.options.record_golden_command(self.env_id,
                                                                  pytest=self.pytest),
             "skip": sorted(skip, key=str), "isolate": sorted(isolate, key=str),
+            "blocked": self.blocked,
             "setup_failed": sorted(
                 i for (check, i), f in self.log.findings.items()
                 if check == "setup" and i is not None and f.bad),
@@ -125,7 +153,8 @@ class EnvCheck:
             while not (slot := self.slots.acquire(timeout=0.2)):
                 if self._stop.is_set():
                     return
-            for _ in range(MAX_RESTARTS + 1):
+            deaths = 0
+            while deaths <= MAX_RESTARTS:
                 if self._stop.is_set():
                     return
                 self.log.poll()  # findings this supervisor settled count as done
@@ -134,6 +163,11 @@ class EnvCheck:
                 self.log.poll()
                 if verdict == "done" or self._stop.is_set():
                     return
+                if isinstance(verdict, Stall):
+                    if self._settle_stall(verdict):
+                        continue
+                    verdict = list(self.log.in_flight())
+                deaths += 1
                 stalled = [u for u in verdict if u not in self.log.findings] if isinstance(
                     verdict, list) else []
                 if os.environ.get("VFCHECK_DEBUG"):
@@ -158,6 +192,41 @@ class EnvCheck:
             self.log.poll()
             self._emit("final")
 
+    def _settle_stall(self, stall: Stall) -> bool:
+        """Fail the unit the watchdog found stuck, naming the hook, and block the task's
+        checks that run the same stage; False if no unsettled unit fits the stall."""
+        order = {spec.id: i for i, spec in enumerate(BY_ID.values())}
+
+        def runs_stage(unit: Unit) -> bool:
+            stages = BY_ID[unit[0]].stages
+            return bool(stages) and (stall.stage is None or stall.stage in stages)
+
+        in_flight = list(self.log.in_flight())
+        candidates = [stall.unit] if stall.unit is not None and stall.unit[0] in BY_ID \
+            and stall.unit not in self.log.findings else []
+        candidates += sorted((u for u in in_flight if stall.index is not None
+                              and u[1] == stall.index and runs_stage(u)),
+                             key=lambda u: order.get(u[0], 99))
+        if not candidates and len(in_flight) == 1:
+            candidates = in_flight
+        if not candidates:
+            return False
+        unit = candidates[0]
+        if stall.how == "blocked":
+            why = (f"for {stall.seconds:g}s; no asyncio deadline fires while the loop is "
+                   "blocked, so vfcheck killed the worker and checked the rest in a new one")
+        else:
+            why = (f"still running {stall.seconds:g}s after it was cancelled (by a deadline, "
+                   "vfcheck's or verifiers' own), so no deadline can end it; vfcheck killed "
+                   "the worker and checked the rest in a new one")
+        self._settle(unit, "failed", f"{unit[0]} failed — {stall.what}, {why}. Contract: "
+                     f"{BY_ID[unit[0]].contract}.", stall=asdict(stall))
+        if stall.index is not None:
+            by = unit[0] if unit[1] is None else f"{unit[0]}[{unit[1]}]"
+            self.blocked.append({"index": stall.index, "stage": stall.stage, "by": by,
+                                 "what": stall.what})
+        return True
+
     def _give_up(self) -> None:
         if self.log.plan is None:
             if ("load", None) not in self.log.findings:
@@ -171,11 +240,12 @@ class EnvCheck:
                              f"vfcheck's worker died {MAX_RESTARTS + 1} times; {unit[0]} was "
                              "never run")
 
-    def _run_worker(self, skip: set[Unit], isolate: set[Unit]) -> str | list[Unit]:
-        """Run one worker to its end: "done", or the units in flight when it stalled or died."""
+    def _run_worker(self, skip: set[Unit], isolate: set[Unit]) -> str | list[Unit] | Stall:
+        """Run one worker to its end: "done", the stall its watchdog named, or the units in
+        flight when it stalled or died."""
         self.log.poll()
         self.log.started.clear()  # the previous worker's units were settled or are retried
-        self.log.done = False
+        self.log.done, self.log.stall = False, None
         self._proc = proc = subprocess.Popen(
             [sys.executable, "-m", "vfcheck.isolation.worker"], stdin=subprocess.PIPE,
             env={**os.environ, "PYTHONHASHSEED": str(WORKER_HASH_SEED)},
@@ -200,6 +270,9 @@ class EnvCheck:
                 if self.log.plan is None and not died:
                     died = [("load", None)]  # it died loading: the env's import or load()
                 return died
+            if self.log.stall is not None:  # the worker named where it is stuck
+                kill_tree(proc)
+                return self.log.stall
             if done_at is not None and now - done_at > EXIT_GRACE:
                 kill_tree(proc)
                 return "done"

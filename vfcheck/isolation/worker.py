@@ -5,6 +5,12 @@
 hook that blocks the event loop (a sync sleep, a busy loop) or never returns can be stopped
 by killing this process at a hard deadline (`vfcheck.isolation.supervisor`), and the run goes on.
 
+A watchdog (`vfcheck.isolation.watchdog`) names the hook when a unit stalls the worker (a
+blocked event loop, a swallowed cancellation) in a `stalled` event, for the supervisor to
+kill on. A restarted worker gets the spec's `blocked` list, what earlier stalls blocked,
+`{"index", "stage", "by", "what"}`, and fails without running them the units of that task
+whose check runs that stage (`CheckSpec.stages`): verifiers would run the same hook again.
+
 `python -m vfcheck.isolation.worker --hashes` prints the `Task.hash` list of the env's tasks as one
 JSON line instead (the `determinism.load` check runs it under another PYTHONHASHSEED, from
 the start of the run, so that its verifiers import overlaps this worker's).
@@ -29,9 +35,14 @@ from vfcheck.checks.lab import episode_lab
 from vfcheck.checks.registry import CheckSpec, Unit
 from vfcheck.episodes.offline import prepare_process_env
 from vfcheck.findings import Finding
-from vfcheck.isolation.events import append_event
+from vfcheck.isolation.events import Stall, append_event
+from vfcheck.isolation.watchdog import CURRENT_UNIT, Watchdog, env_modules
 from vfcheck.options import CheckOptions
 
+KILL_WAIT = 30.0
+"""Seconds a unit gets to end once its deadline cancelled it. One that swallows the
+cancellation is reported by the watchdog within `CANCEL_GRACE` and killed by the
+supervisor; past this, the worker goes on as if it had ended (vfcheck's own code stuck)."""
 UNIT_CONCURRENCY = 4
 """Task-scoped checks (setup, gold, noop) in flight at once; the episode-playing checks share
 the episode lab's gate instead (most of their time is waiting: timeouts, settles)."""
@@ -47,6 +58,9 @@ class Worker:
         self.events = Path(spec["events"])
         self.ctx = CheckContext(self.env_id, spec, CheckOptions.from_dict(spec["options"]))
         self.selected = REGISTRY.select(self.ctx.options.families)
+        self.watchdog = Watchdog(self.emit_stall, self.ctx.timeout)
+        self.blocked: list[dict[str, Any]] = list(spec.get("blocked") or [])
+        """What stalls of earlier workers blocked (see the module docstring)."""
 
     def emit(self, event: str, **data: Any) -> None:
         append_event(self.events, {"event": event, "t": time.time(), **data})
@@ -55,6 +69,9 @@ class Worker:
         """Emit `finding`, as `expected` when the user allowed it (`vfcheck.allow`)."""
         finding = apply_allow(self.env_id, finding, self.ctx.options.allow)
         self.emit("finding", finding=finding.as_dict())
+
+    def emit_stall(self, stall: Stall) -> None:
+        append_event(self.events, stall.as_event())
 
     def phase(self, name: str) -> list[CheckSpec]:
         return [spec for spec in self.selected if spec.phase == name]
@@ -81,6 +98,7 @@ class Worker:
                 finding = await self.run_unit(spec, None)
                 if finding.outcome != "passed" or not ctx.loaded:
                     return
+            self.watchdog.know_env(env_modules(ctx))
             self.emit(
                 "plan",
                 tasks=[{"index": t.data.idx, "key": str(t.key),
@@ -101,19 +119,37 @@ class Worker:
     async def run_unit(self, spec: CheckSpec, task: Any) -> Finding:
         """Run one unit to its finding, bounded by its deadline, and emit it."""
         deadline = spec.deadline(self.ctx.timeout)
-        self.emit("start", check=spec.id, index=None if task is None else task.data.idx,
-                  deadline=deadline)
+        unit = (spec.id, None if task is None else task.data.idx)
+        self.emit("start", check=spec.id, index=unit[1], deadline=deadline)
+        token = CURRENT_UNIT.set(unit)  # the watchdog's task factory reads it
         try:
-            finding = await asyncio.wait_for(spec.run(self.ctx, task), deadline)
-        except TimeoutError:
-            finding = self.timed_out(spec, task, deadline)
+            job = asyncio.ensure_future(spec.run(self.ctx, task))
+        finally:
+            CURRENT_UNIT.reset(token)
+        try:
+            finding = await self.finish(job, spec, task, deadline)
+        except asyncio.CancelledError:
+            job.cancel()
+            raise
         except Exception as e:  # noqa: BLE001 - vfcheck's own failure: an `error` finding
             finding = Finding(
                 spec.id, spec.family, task_id(task) if task is not None else None, "error",
                 f"vfcheck could not run {spec.id}: {type(e).__name__}: {e}",
-                {"traceback": traceback.format_exc()})
+                {"traceback": "".join(traceback.format_exception(e))})
         self.emit_finding(finding)
         return finding
+
+    async def finish(self, job: asyncio.Future[Finding], spec: CheckSpec, task: Any,
+                     deadline: float) -> Finding:
+        """`job`'s finding within `deadline`; else cancel it, and give it `KILL_WAIT` to
+        end (`asyncio.wait_for` would wait forever for env code that swallows the
+        `CancelledError`: the watchdog reports that, and the supervisor kills the worker)."""
+        await asyncio.wait({job}, timeout=deadline)
+        if job.done():
+            return job.result()
+        job.cancel()
+        await asyncio.wait({job}, timeout=KILL_WAIT)
+        return self.timed_out(spec, task, deadline)
 
     async def run_units(self, units: list[Unit]) -> None:
         """Suspects of an earlier stall first, one at a time; then every env-level check and
@@ -136,6 +172,12 @@ class Worker:
                     spec.id, task, "skipped", f"blocked — Task.setup failed on this task (see "
                     f"setup[{unit[1]}])"))
                 return
+            if task is not None and (block := self.blocked_by(spec, unit[1])) is not None:
+                self.emit_finding(ctx.finding(
+                    spec.id, task, "failed", f"blocked — see {block['by']}: {block['what']}; "
+                    f"{spec.id} runs the task's {block.get('stage') or 'env code'} too, so "
+                    "vfcheck did not run it again"))
+                return
             if spec.scope == "task":  # the episode-playing checks are gated by the lab
                 async with gate:
                     finding = await self.run_unit(spec, task)
@@ -152,6 +194,16 @@ class Worker:
         first = [u for u in rest if u[1] is None or not REGISTRY[u[0]].blocked_by_setup]
         await asyncio.gather(*(one(u) for u in first))
         await asyncio.gather(*(one(u) for u in rest if u not in first))
+
+    def blocked_by(self, spec: CheckSpec, index: int | None) -> dict[str, Any] | None:
+        """The earlier stall that blocks `spec` on task `index`: same task, and the check
+        runs the stalled stage (an unknown stage blocks every check that runs env code)."""
+        for block in self.blocked:
+            stage = block.get("stage")
+            if block["index"] == index and spec.stages and (stage is None
+                                                            or stage in spec.stages):
+                return block
+        return None
 
     def skip_reason(self, spec: CheckSpec, task: Any) -> str | None:
         """Why vfcheck cannot run `spec` on `task` offline, if it cannot."""
@@ -172,6 +224,7 @@ class Worker:
 async def main_async(spec: dict[str, Any]) -> None:
     worker = Worker(spec)
     worker.emit("hello", pid=os.getpid())
+    worker.watchdog.install()
     prepare_process_env(worker.ctx.options.paths, wheels=worker.ctx.options.wheels)
     from vfcheck.checks import hygiene
 
@@ -179,6 +232,7 @@ async def main_async(spec: dict[str, Any]) -> None:
     try:
         await worker.run()
     finally:
+        worker.watchdog.close()
         hygiene.stop(hygiene.leftovers(os.getpid()))  # never leave env processes behind
         worker.emit("done")
 

@@ -1,0 +1,326 @@
+"""Name the hook that stalls the check worker, before the supervisor kills it.
+
+A hook that blocks the event loop (a sync `time.sleep`, a blocking HTTP or subprocess call
+in an async reward) cannot be stopped by an asyncio deadline, and one that swallows
+`CancelledError` outlives every deadline; either way the supervisor must kill the worker.
+Killing it says nothing about *where* env code was stuck, so the worker watches itself:
+
+- a heartbeat coroutine stamps the loop every `TICK` seconds; a watchdog thread that sees
+  no stamp for `stall_after` seconds reads the loop thread's frames
+  (`sys._current_frames()`) — they end in the blocking call;
+- an asyncio task still running env code `CANCEL_GRACE` seconds after it was cancelled
+  (`Task.cancelling()`: by a unit's deadline, verifiers' own timeouts, a `gather`) is read
+  from its coroutine chain (`cr_await`), which the heartbeat scans every `SCAN_EVERY`
+  seconds. Cancellation reaches a hook through tasks vfcheck does not own (a memoised play
+  behind `asyncio.shield`, verifiers' rollout timeout), so the unit's own deadline alone
+  would see a swallowed `CancelledError` late, or never.
+
+Either way the innermost frame of env code (not vfcheck, verifiers, the standard library
+or site-packages, unless it is the env's own package) names the function, file and line,
+the enclosing hook (`reward 'slow_grade'`, `VfcTask.setup`, `tool 'add'`) names the stage
+it blocks (`vfcheck.checks.registry.Stage`), and a `stalled` event goes to the event log.
+Which unit is stuck comes from a task factory that remembers the unit (`CURRENT_UNIT`)
+each asyncio task was created under.
+
+The env's own frames are what vfcheck reports; a stall in vfcheck's or verifiers' own code
+is left to the supervisor's hard deadlines.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextvars
+import linecache
+import os
+import sys
+import sysconfig
+import threading
+import time
+import weakref
+from collections.abc import Callable, Coroutine, Iterable
+from types import FrameType
+from typing import Any
+
+from vfcheck.isolation.events import Stall, Unit
+
+TICK = 0.2
+"""Seconds between heartbeats of the loop."""
+CANCEL_GRACE = 3.0
+"""Seconds a cancelled task may go on running env code (cleanup) before it counts as
+ignoring the cancellation."""
+SCAN_EVERY = 1.0
+"""Seconds between the heartbeat's scans for tasks that ignore their cancellation."""
+MIN_STALL = 10.0
+"""The fewest seconds without a heartbeat that count as a blocked loop (a loaded machine
+can starve a process for a second or two; nothing in a check holds the loop for ten)."""
+STACK_LINES = 12
+
+CURRENT_UNIT: contextvars.ContextVar[Unit | None] = contextvars.ContextVar(
+    "vfcheck_unit", default=None)
+"""The unit whose code runs here: the worker sets it around each unit's task; asyncio
+tasks created below inherit it."""
+
+TASK_HOOKS = {"setup": "setup", "finalize": "finalize", "validate": "validate",
+              "score": "scoring", "stage_verifier": "finalize"}
+"""`Task` lifecycle methods and the stage each is (`vfcheck.checks.registry.Stage`)."""
+MARKED_HOOKS = {"reward": "scoring", "metric": "scoring", "stop": "episode",
+                "intercept": "episode", "tool": "episode"}
+"""verifiers' hook decorators (the attribute `verifiers.v1.utils.decorators.mark` sets)."""
+
+
+class HookKinds:
+    """verifiers' classes whose methods are hooks, resolved once in the loop's thread (the
+    watchdog thread must not import while the loop thread may hold the import lock)."""
+
+    def __init__(self) -> None:
+        self.task: type | None = None
+        self.toolset: type = type(None)
+        self.judge: type = type(None)
+        self.harness: type = type(None)
+
+    @classmethod
+    def of_verifiers(cls) -> HookKinds:
+        import verifiers.v1 as vf
+
+        kinds = cls()
+        kinds.task, kinds.toolset, kinds.judge, kinds.harness = (
+            vf.Task, vf.Toolset, vf.Judge, vf.Harness)
+        return kinds
+
+
+class EnvCode:
+    """Which source files are env code: the env's own package (wherever it is installed),
+    and anything outside vfcheck, verifiers, the standard library and site-packages."""
+
+    def __init__(self, modules: Iterable[str] = ()) -> None:
+        paths = sysconfig.get_paths()
+        outside = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+        for package in ("vfcheck", "vfcheck_chat", "verifiers"):
+            module = sys.modules.get(package)
+            if module is not None and module.__file__:
+                outside.add(os.path.dirname(module.__file__))
+        self.outside = tuple(os.path.join(os.path.realpath(p), "") for p in outside)
+        self.own = tuple(root for m in modules if (root := self._root(m)) is not None)
+        """The env's own files, env code even under site-packages (an installed env)."""
+
+    @staticmethod
+    def _root(module_name: str) -> str | None:
+        """The env's top package folder; for a taskset shipped with verifiers
+        (`verifiers.v1.tasksets.<name>`) its own module file; None for the rest of
+        verifiers and vfcheck (the env's class may be verifiers' own `SingleAgentEnv`)."""
+        top_name = module_name.split(".")[0]
+        if top_name in ("verifiers", "vfcheck", "vfcheck_chat"):
+            if not module_name.startswith("verifiers.v1.tasksets."):
+                return None
+            chosen = sys.modules.get(module_name)
+        else:
+            chosen = sys.modules.get(top_name) or sys.modules.get(module_name)
+        if chosen is None or not getattr(chosen, "__file__", None):
+            return None
+        file = os.path.realpath(chosen.__file__ or "")
+        return os.path.join(os.path.dirname(file), "") if file.endswith("__init__.py") else file
+
+    def __contains__(self, filename: str) -> bool:
+        if filename.startswith("<"):
+            return False
+        path = os.path.realpath(filename)
+        if any(path == own or path.startswith(own) for own in self.own):
+            return True
+        return not path.startswith(self.outside)
+
+
+def display_path(filename: str) -> str:
+    """`filename` relative to the `sys.path` entry it is imported from (`my_env/rewards.py`)."""
+    path = os.path.realpath(filename)
+    roots = [os.path.join(os.path.realpath(p), "") for p in sys.path if p]
+    best = max((r for r in roots if path.startswith(r)), key=len, default=None)
+    return path[len(best):] if best else os.path.basename(path)
+
+
+def called_at(frame: FrameType) -> str | None:
+    """The callee of the call or await `frame` is stopped at (`time.sleep`,
+    `asyncio.sleep`), read from the instruction's source span (`co_positions`)."""
+    try:
+        start, end, col, end_col = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+        if start is None or end is None or col is None or end_col is None:
+            return None
+        lines = linecache.getlines(frame.f_code.co_filename)[start - 1:end]
+        text = (lines[0][col:end_col] if start == end
+                else lines[0][col:] + "".join(lines[1:-1]) + lines[-1][:end_col])
+        node = ast.parse(text.strip(), mode="eval").body
+    except (IndexError, SyntaxError, ValueError):
+        return None
+    if isinstance(node, ast.Await):
+        node = node.value
+    return ast.unparse(node.func) if isinstance(node, ast.Call) else None
+
+
+def hook_of(frame: FrameType, kinds: HookKinds) -> tuple[str, str, int | None] | None:
+    """`(hook, stage, task index)` if `frame` runs a hook verifiers calls: a Task's
+    lifecycle method or decorated hook, a Toolset's tool, a Judge, a Harness."""
+    code = frame.f_code
+    if kinds.task is None or not code.co_varnames or code.co_varnames[0] != "self":
+        return None
+    owner = frame.f_locals.get("self")
+    name = code.co_name
+    method = getattr(type(owner), name, None)
+    marks = [m for m in MARKED_HOOKS if getattr(method, m, False)]
+    if isinstance(owner, kinds.task):
+        index = getattr(getattr(owner, "data", None), "idx", None)
+        if marks:
+            return f"{marks[0]} {name!r}", MARKED_HOOKS[marks[0]], index
+        if name in TASK_HOOKS:
+            return f"{type(owner).__name__}.{name}", TASK_HOOKS[name], index
+        return None
+    if isinstance(owner, kinds.toolset) and "tool" in marks:
+        return f"tool {getattr(method, 'tool_name', None) or name!r}", "episode", None
+    if isinstance(owner, kinds.judge):
+        return f"judge {type(owner).__name__}.{name}", "scoring", None
+    if isinstance(owner, kinds.harness):
+        return f"harness {type(owner).__name__}.{name}", "episode", None
+    return None
+
+
+def find_stall(frames: list[FrameType], env_code: EnvCode, kinds: HookKinds, how: str,
+               unit: Unit | None, seconds: float) -> Stall | None:
+    """The stall `frames` (outermost first) show, if env code is among them."""
+    env_frames = [f for f in frames if f.f_code.co_filename in env_code]
+    if not env_frames:
+        return None
+    innermost = env_frames[-1]
+    hook = next((found for f in reversed(env_frames)
+                 if (found := hook_of(f, kinds)) is not None), None)
+    index = hook[2] if hook is not None and hook[2] is not None else (
+        unit[1] if unit is not None else None)
+    start = max(0, len(frames) - STACK_LINES)
+    stack = [f"{display_path(f.f_code.co_filename)}:{f.f_lineno} in {f.f_code.co_name}"
+             for f in frames[start:]]
+    return Stall(
+        how=how, unit=unit, index=index, hook=hook[0] if hook else None,
+        stage=hook[1] if hook else None, function=innermost.f_code.co_name,
+        at=f"{display_path(innermost.f_code.co_filename)}:{innermost.f_lineno}",
+        call=called_at(innermost), seconds=round(seconds, 1), stack=stack)
+
+
+def frames_of(frame: FrameType | None) -> list[FrameType]:
+    """A thread's live frames, outermost first."""
+    frames = []
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+    return frames[::-1]
+
+
+def awaited_frames(task: asyncio.Task[Any]) -> list[FrameType]:
+    """A suspended task's coroutine chain (`cr_await`), outermost first:
+    `Task.get_stack()` gives only its outermost coroutine's frame."""
+    frames: list[FrameType] = []
+    awaitable: Any = task.get_coro()
+    while awaitable is not None:
+        frame = getattr(awaitable, "cr_frame", None) or getattr(awaitable, "gi_frame", None)
+        if frame is None:
+            break
+        frames.append(frame)
+        awaitable = getattr(awaitable, "cr_await", None) or getattr(awaitable, "gi_yieldfrom",
+                                                                    None)
+    return frames
+
+
+class Watchdog:
+    """Watches one worker's event loop; `emit(stall)` writes what it finds."""
+
+    def __init__(self, emit: Callable[[Stall], None], stall_after: float, *,
+                 floor: float = MIN_STALL) -> None:
+        self.emit = emit
+        self.stall_after = max(stall_after, floor)
+        """Seconds without a heartbeat that count as a blocked loop: the per-step timeout
+        (a hook holding the loop that long breaks every check's contract), at least
+        `floor`."""
+        self.env_code = EnvCode()
+        self.kinds = HookKinds()
+        self.owners: weakref.WeakKeyDictionary[asyncio.Task[Any], Unit] = (
+            weakref.WeakKeyDictionary())
+        self._tick = time.monotonic()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = threading.get_ident()
+        self._closed = threading.Event()
+        self._beat: asyncio.Task[None] | None = None
+        self._cancelled_at: dict[asyncio.Task[Any], float] = {}
+        """Pending tasks seen cancelled, and since when (rebuilt on every scan)."""
+        self._reported = False
+        """A stall was reported: the supervisor kills this worker on the first."""
+
+    def install(self) -> None:
+        """From the loop's thread: the task factory, the heartbeat, the watching thread."""
+        self._loop = loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        loop.set_task_factory(self._task)  # type: ignore[arg-type]
+        self._beat = loop.create_task(self._heartbeat())
+        threading.Thread(target=self._watch, name="vfcheck-watchdog", daemon=True).start()
+
+    def know_env(self, modules: Iterable[str]) -> None:
+        """The env's modules, once loaded: their package is env code wherever it lives."""
+        self.env_code = EnvCode(modules)
+        self.kinds = HookKinds.of_verifiers()
+
+    def close(self) -> None:
+        self._closed.set()
+        if self._beat is not None:
+            self._beat.cancel()
+
+    def _task(self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any],
+              **kwargs: Any) -> asyncio.Task[Any]:
+        task = asyncio.Task(coro, loop=loop, **kwargs)
+        if (unit := CURRENT_UNIT.get()) is not None:
+            self.owners[task] = unit
+        return task
+
+    async def _heartbeat(self) -> None:
+        next_scan = 0.0
+        while True:
+            self._tick = now = time.monotonic()
+            if now >= next_scan and not self._reported:
+                next_scan = now + SCAN_EVERY
+                self._scan(now)
+            await asyncio.sleep(TICK)
+
+    def _scan(self, now: float) -> None:
+        """Report the first task that went on running env code `CANCEL_GRACE` seconds
+        after it was cancelled (one with a hook frame, if several)."""
+        seen: dict[asyncio.Task[Any], float] = {}
+        found: list[Stall] = []
+        for task in asyncio.all_tasks():
+            if task.done() or not task.cancelling():
+                continue
+            seen[task] = since = self._cancelled_at.get(task, now)
+            if now - since >= CANCEL_GRACE and (stall := find_stall(
+                    awaited_frames(task), self.env_code, self.kinds, "ignored cancellation",
+                    self.owners.get(task), now - since)) is not None:
+                found.append(stall)
+        self._cancelled_at = seen
+        if found:
+            self._reported = True
+            self.emit(next((s for s in found if s.hook is not None), found[0]))
+
+    def _watch(self) -> None:
+        while not self._closed.wait(TICK):
+            quiet = time.monotonic() - self._tick
+            if quiet < self.stall_after or self._reported:
+                continue
+            current = asyncio.current_task(self._loop) if self._loop is not None else None
+            unit = self.owners.get(current) if current is not None else None
+            frame = sys._current_frames().get(self._loop_thread)
+            stall = find_stall(frames_of(frame), self.env_code, self.kinds, "blocked", unit,
+                               quiet)
+            if stall is not None:  # else vfcheck's or verifiers' own: the deadlines decide
+                self._reported = True
+                self.emit(stall)
+
+
+def env_modules(ctx: Any) -> list[str]:
+    """The modules of the env's own classes: its taskset, tasks and env."""
+    objects = [ctx.env, getattr(ctx.env, "taskset", None), *ctx.tasks[:1]]
+    return sorted({type(o).__module__ for o in objects if o is not None})
+
+
