@@ -61,32 +61,9 @@ def raise_interrupt(code: int) -> None:
 
 
 @contextlib.contextmanager
-def deferred_interrupts() -> Iterator[list[int]]:
-    """SIGINT and SIGTERM wait until the body is done: for writing what was found, which a
-    second Ctrl-C must not cut short. Yields the exit codes of the signals that arrived
-    meanwhile (the caller decides what they mean)."""
-    arrived: list[int] = []
-    if not _in_main_thread():
-        yield arrived
-        return
-
-    def note(signum: int, frame: FrameType | None) -> None:
-        arrived.append(EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT)
-
-    previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield arrived
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-@contextlib.contextmanager
-def first_interrupt_wins() -> Iterator[list[int]]:
-    """In the body the first SIGINT or SIGTERM interrupts (KeyboardInterrupt, `Terminated`)
-    and every later one is only noted: a second Ctrl-C, or CI's SIGTERM right after it, must
-    not replace the interrupt being handled nor cut the unwinding short. Yields the exit
-    codes of the signals in arrival order (the first is the run's). Main thread only."""
+def _noting_interrupts(raise_first: bool) -> Iterator[list[int]]:
+    """SIGINT and SIGTERM are noted (their exit codes, in arrival order) for the body; the
+    first one also interrupts when `raise_first`. Main thread only; handlers restored."""
     arrived: list[int] = []
     if not _in_main_thread():
         yield arrived
@@ -94,7 +71,7 @@ def first_interrupt_wins() -> Iterator[list[int]]:
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         arrived.append(EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT)
-        if len(arrived) == 1:
+        if raise_first and len(arrived) == 1:
             raise_interrupt(arrived[0])
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -103,6 +80,21 @@ def first_interrupt_wins() -> Iterator[list[int]]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def deferred_interrupts() -> contextlib.AbstractContextManager[list[int]]:
+    """SIGINT and SIGTERM wait until the body is done: for writing what was found, which a
+    second Ctrl-C must not cut short. Yields the exit codes of the signals that arrived
+    meanwhile (the caller decides what they mean)."""
+    return _noting_interrupts(raise_first=False)
+
+
+def first_interrupt_wins() -> contextlib.AbstractContextManager[list[int]]:
+    """In the body the first SIGINT or SIGTERM interrupts (KeyboardInterrupt, `Terminated`)
+    and every later one is only noted: a second Ctrl-C, or CI's SIGTERM right after it, must
+    not replace the interrupt being handled nor cut the unwinding short. Yields the exit
+    codes of the signals in arrival order (the first is the run's)."""
+    return _noting_interrupts(raise_first=True)
 
 
 def ignore_interrupts() -> None:

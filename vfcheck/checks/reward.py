@@ -30,6 +30,11 @@ async def all_results(ctx: CheckContext, task: Any) -> tuple[Any, dict[str, Prob
     return lab, results
 
 
+def probe_details(results: dict[str, ProbeResult]) -> dict[str, Any]:
+    """A probe finding's details: the table row and every result."""
+    return {"probes": table_of(results), "results": [r.as_dict() for r in results.values()]}
+
+
 @check(
     "reward.reachable", family="reward", scope="sample", budget=4.5,
     contract="some policy earns a reward above 0 on the task: its reference answer does",
@@ -42,8 +47,7 @@ async def all_results(ctx: CheckContext, task: Any) -> tuple[Any, dict[str, Prob
 )
 async def reachable(ctx: CheckContext, task: Any) -> Finding:
     lab, results = await all_results(ctx, task)
-    details: dict[str, Any] = {"probes": table_of(results),
-                               "results": [r.as_dict() for r in results.values()]}
+    details = probe_details(results)
     best = max(results.values(), key=lambda r: max(r.seats, default=-1.0))
     if max(best.seats, default=0.0) > 0:
         return ctx.finding("reward.reachable", task, "passed",
@@ -78,8 +82,7 @@ async def reachable(ctx: CheckContext, task: Any) -> Finding:
 )
 async def sensitive(ctx: CheckContext, task: Any) -> Finding:
     lab, results = await all_results(ctx, task)
-    details: dict[str, Any] = {"probes": table_of(results),
-                               "results": [r.as_dict() for r in results.values()]}
+    details = probe_details(results)
     scored = {name: r.seats for name, r in results.items() if r.seats}
     if not scored:
         first = next(iter(results.values()))
