@@ -42,13 +42,19 @@ def check(tmp_path: Path, envs: list[str], paths: list[Path], *args: str) -> tup
 
 def test_an_orphan_is_adopted_reported_and_killed() -> None:
     """`sh -c 'sleep 3600 &'`: sh exits at once, and the orphaned sleep would belong to init;
-    a subreaper keeps it in view (`leftovers`), and `stop` kills it."""
+    a subreaper keeps it in view (`leftovers`), and `stop` kills it. sh may exit before its
+    child has exec'd `sleep` (on a loaded machine it does), so the script waits for the exec
+    before it looks."""
     script = textwrap.dedent(f"""
-        import json, os, subprocess
+        import json, os, subprocess, time
         from vfcheck.checks import hygiene
         assert hygiene.become_subreaper()
         subprocess.run(["sh", "-c", "{LEAK} >/dev/null 2>&1 &"], check=True)
+        deadline = time.monotonic() + 10
         found = hygiene.leftovers(os.getpid())
+        while time.monotonic() < deadline and [p.cmdline for p in found] != ["{LEAK}"]:
+            time.sleep(0.05)
+            found = hygiene.leftovers(os.getpid())
         hygiene.stop(found)
         print(json.dumps({{"found": [[p.pid, p.cmdline] for p in found],
                           "after": [p.pid for p in hygiene.leftovers(os.getpid())]}}))

@@ -84,15 +84,17 @@ def start_time(pid: int) -> str | None:
 
 
 def cmdline(pid: int) -> str | None:
-    """The process's command line, or None if it is gone or a zombie (not running)."""
+    """The process's command line, or None if it is gone or a zombie (not running). A process
+    with no arguments to show (in the middle of an exec, or a kernel thread) is named the way
+    `ps` names it: `[name]`."""
     proc = _running(pid)
     if proc is None:
         return None
     try:
         words = proc.cmdline()
+        return " ".join(words) if words else f"[{proc.name() or pid}]"
     except GONE:
         return None
-    return " ".join(words) or f"[pid {pid}]"
 
 
 def running_inside(folder: Path, env_var: str) -> list[int]:
