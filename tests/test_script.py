@@ -238,7 +238,8 @@ async def test_a_scripted_model_answers_the_bound_task() -> None:
             '[[task]]\nkey = "a"\n[[task.turn]]\nreply = "x"\nanswer = 1\n',
             "task 1 (key 'a'), turn 1: unknown field `answer` (allowed: reply, tool, arguments,",
         ),
-        ("colour = 1\n", "top level: unknown field `colour` (allowed: seed, judge, task, default)"),
+        ("colour = 1\n",
+         "top level: unknown field `colour` (allowed: seed, judge, task, default, http)"),
         (
             "[[task]]\nindex = 0\n[[task.turn]]\n",
             "task 1 (index 0), turn 1: a turn needs one of `reply`, `tool` or `fault`, got none",
