@@ -54,6 +54,7 @@ LOAD_BROKEN = {
     "vfc-broken-load-dupkeys": "task keys repeat",
     "vfc-broken-load-import": "No module named 'vfc_no_such_dependency'",
     "vfc-broken-load-two": "exports 2 Taskset subclasses",
+    "vfc-broken-load-exit": "called sys.exit('VFC_ECHO_CONFIG is not set') (SystemExit)",
 }
 
 WELL_BEHAVED = ["vfc-echo", "vfc-multiturn", "vfc-duet"]

@@ -254,6 +254,18 @@ class Script(BaseModel):
                 return listed
         return None
 
+    def unmatched(self, tasks: Sequence[TaskRef]) -> list[str]:
+        """The `[[task]]` entries no task of `tasks` matches, as a person reads the file:
+        `[[task]] 2 (key 'nope')` (tables count from 1)."""
+        keys = {task.key for task in tasks}
+        indices = {task.index for task in tasks}
+        return [
+            f"[[task]] {n} ({'key' if entry.key is not None else 'index'} "
+            f"{entry.key if entry.key is not None else entry.index!r})"
+            for n, entry in enumerate(self.task, 1)
+            if (entry.key not in keys if entry.key is not None else entry.index not in indices)
+        ]
+
     def turns_for(self, task: TaskRef | None) -> Sequence[ScriptTurn] | None:
         """The scripted turns of `task`: its own if listed with turns (key first), else
         `[default]`'s, else None (the built-in default policy answers)."""

@@ -17,17 +17,32 @@ import socket
 import sys
 import traceback
 from collections.abc import Awaitable, Iterator
+from pathlib import Path
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
 from vfcheck.isolation.processes import WORKER_HASH_SEED
+from vfcheck.paths import shown_path
 
 LOAD_TIMEOUT = 60.0
 """Seconds `load()` may take at least (the per-check timeout when that is longer): loading
 imports the env's modules, which a machine under load makes slow."""
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", ""})
+
+
+class LoadAborted(Exception):
+    """The env's module or `load()` raised a `BaseException` that is no `Exception`
+    (`sys.exit()`, a `KeyboardInterrupt` of its own): it would end any process loading it."""
+
+
+def aborted_by(error: BaseException) -> str:
+    """`called sys.exit('no config')`, said of what env code raised."""
+    if isinstance(error, SystemExit):
+        return f"called sys.exit({error.code!r}) (SystemExit)"
+    return (f"raised {type(error).__name__}({str(error)!r}), a BaseException that is not an "
+            "Exception")
 
 
 class NetworkBlocked(OSError):
@@ -188,9 +203,14 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
     attempts: list[str] = []
 
     def load_all() -> tuple[Any, list[Any], list[Any]]:
-        with no_network(attempts):
-            env, tiers = load_env(ctx.env_id, ctx.env_args, harness=ctx.harness)
-            return env, tiers, load_tasks(env, ctx.num_tasks)
+        try:
+            with no_network(attempts):
+                env, tiers = load_env(ctx.env_id, ctx.env_args, harness=ctx.harness)
+                return env, tiers, load_tasks(env, ctx.num_tasks)
+        except Exception:
+            raise
+        except BaseException as e:  # sys.exit() at import is the env's finding
+            raise LoadAborted(aborted_by(e)) from e
 
     budget = max(ctx.timeout, LOAD_TIMEOUT)
     contract = spec_of("load").contract
@@ -201,12 +221,18 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
                             f"env {ctx.env_id!r}: loading did not finish within {budget:g}s "
                             f"(an infinite or hanging load()?). Contract: {contract}.")
     except EnvLoadError as e:
-        message = str(e)
+        message = str(e).rstrip(".")
         if attempts:
             message = (f"env {ctx.env_id!r}: load() reached for the network "
                        f"({', '.join(sorted(set(attempts)))}); vfcheck runs offline")
         return load_finding(ctx.env_id, "failed", f"{message}. Contract: {contract}.",
                             network=attempts)
+    except LoadAborted as e:
+        return load_finding(
+            ctx.env_id, "failed",
+            f"env {ctx.env_id!r}: loading the env module or its taskset {e}; it would end "
+            f"any process that loads it (vf-eval, a trainer). Contract: {contract}.",
+            traceback=traceback.format_exc())
     except Exception as e:  # noqa: BLE001 - load() raising is the env's load finding
         message = f"{type(e).__name__}: {e}"
         if attempts:
@@ -216,9 +242,32 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
                             f"env {ctx.env_id!r}: {message}. Contract: {contract}.",
                             network=attempts, traceback=traceback.format_exc())
     finding = check_keys(ctx.env_id, tasks)
+    if finding.outcome == "passed" and (stray := script_strays(ctx, tasks)):
+        return load_finding(
+            ctx.env_id, "error",
+            f"env {ctx.env_id!r}: the script {shown_path(Path(ctx.script or ''))} lists "
+            f"{stray}; vfcheck did not "
+            "check the env with a script it cannot follow (fix the entry's key or index)")
     if finding.outcome == "passed":
         ctx.env, ctx.tiers, ctx.tasks = env, tiers, tasks
     return finding
+
+
+def script_strays(ctx: CheckContext, tasks: list[Any]) -> str:
+    """`[[task]] 2 (key 'nope'), which matches none of its 3 tasks (keys ...)`: the script's
+    `[[task]]` entries no loaded task matches; empty when all match, or when `num_tasks`
+    cut the load short (the entry may name a task left out)."""
+    script = ctx.script_file
+    if script is None or ctx.num_tasks is not None:
+        return ""
+    from vfcheck.model import TaskRef
+
+    strays = script.unmatched([TaskRef(t.data.idx, str(t.key)) for t in tasks])
+    if not strays:
+        return ""
+    keys = ", ".join(repr(str(t.key)) for t in tasks[:5]) + (", ..." if len(tasks) > 5 else "")
+    return (f"{' and '.join(strays)}, which match{'es' if len(strays) == 1 else ''} none of "
+            f"its {len(tasks)} task(s) (indices 0-{len(tasks) - 1}, keys {keys})")
 
 
 def hash_spec(ctx: CheckContext) -> dict[str, Any]:

@@ -452,16 +452,20 @@ async def run_episodes(
     wheels: str | None = None,
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[EpisodeResult], Awaitable[None] | None] | None = None,
+    on_tasks: Callable[[list[Any]], None] | None = None,
 ) -> RunSummary:
     """Play `rollouts` episodes of each of the first `num_tasks` tasks, `concurrency` at
     a time. With `output`, each episode's JSON line is appended (and flushed) as soon as
     it finishes, so an interrupted run keeps every finished episode. An episode whose
-    harness program could not resolve its dependencies keeps that as its runner error."""
+    harness program could not resolve its dependencies keeps that as its runner error.
+    `on_tasks` sees the loaded tasks before any is played (and may raise to stop)."""
     async with EnvRunner.open(
         env_id, env_args=env_args, harness=harness, model=model, base_url=base_url, paths=paths,
         wheels=wheels,
     ) as runner:
         tasks = load_tasks(runner.env, num_tasks)
+        if on_tasks is not None:
+            on_tasks(tasks)
         plan = [(task, r) for task in tasks for r in range(rollouts)]
         if on_start is not None:
             on_start(len(plan))

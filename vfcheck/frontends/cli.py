@@ -26,6 +26,27 @@ if TYPE_CHECKING:
     from vfcheck.options import Resolved, RunOptions
 
 
+def bounded(kind: type[int] | type[float], low: float, high: float | None = None
+            ) -> Callable[[str], Any]:
+    """An argparse type: a finite `kind` in [low, high], else argparse's one-line usage
+    error (exit 2) saying what is allowed."""
+    import math
+
+    allowed = f"{'an integer' if kind is int else 'a number'} >= {low:g}" + (
+        f" and <= {high:g}" if high is not None else "")
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
+        if not math.isfinite(value) or value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+        return value
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The subcommands; options shared with the check run come from the option table
     (`vfcheck.option_table.OPTIONS`), flags of one subcommand only are written here."""
@@ -38,13 +59,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="play episodes of an env against the scripted model")
     run.add_argument("env", help="env id, e.g. echo-v1")
-    run.add_argument("-r", "--rollouts", type=int, default=1, help="episodes per task")
-    run.add_argument("-c", "--concurrency", type=int, default=4, help="episodes at once")
+    run.add_argument("-r", "--rollouts", type=bounded(int, 1), default=1,
+                     help="episodes per task")
+    run.add_argument("-c", "--concurrency", type=bounded(int, 1), default=4,
+                     help="episodes at once")
     run.add_argument("--base-url", help="a real OpenAI-compatible endpoint instead of the mock")
     run.add_argument("--api-key-var", default="OPENAI_API_KEY",
                      help="env var holding the key for --base-url")
     run.add_argument("--model", help="model name sent upstream")
-    run.add_argument("--timeout", type=float, default=300.0,
+    run.add_argument("--timeout", type=bounded(float, 0.1), default=300.0,
                      help="deadline per episode, seconds (default 300)")
     run.add_argument("-o", "--output", type=Path,
                      help="episodes JSONL (default vfcheck-runs/<env>/episodes.jsonl)")
@@ -72,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_cli_options(wheels, "wheels")
 
     mock = sub.add_parser("mock-server", help="serve the scripted model on 127.0.0.1")
-    mock.add_argument("--port", type=int, default=8000)
+    mock.add_argument("--port", type=bounded(int, 0, 65535), default=8000,
+                      help="port on 127.0.0.1 (0: a free one; default 8000)")
     add_cli_options(mock, "mock-server")
     return parser
 
@@ -107,11 +131,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from vfcheck.episodes.runner import EnvLoadError, EpisodeResult, run_episodes
     from vfcheck.frontends.run_report import episode_table
     from vfcheck.isolation.workdirs import owned
+    from vfcheck.script import ScriptError
 
     console = Console(stderr=True)
     options = resolved(args, pyproject=False).check  # `vfcheck run` reads no pyproject.toml
-    model = None if args.base_url else _scripted_model(options.script, options.seed)
     output = args.output or Path("vfcheck-runs") / args.env / "episodes.jsonl"
+    from vfcheck.option_table import OptionError, unwritable
+
+    if (why := unwritable(output.absolute())) is not None:
+        raise OptionError(f"-o/--output: cannot write {output.absolute()}: {why}")
+    model = None if args.base_url else _scripted_model(options.script, options.seed)
     progress = Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), console=console, transient=False,
@@ -124,6 +153,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     def finished(result: EpisodeResult) -> None:
         progress.advance(bar)
 
+    def follows_script(tasks: list[Any]) -> None:
+        """A script entry that matches no task is the user's mistake: stop before playing."""
+        if options.script is None or options.num_tasks is not None:
+            return
+        from vfcheck.model import TaskRef
+        from vfcheck.paths import shown_path
+        from vfcheck.script import Script, ScriptError
+
+        strays = Script.load(Path(options.script)).unmatched(
+            [TaskRef(t.data.idx, str(t.key)) for t in tasks])
+        if strays:
+            raise ScriptError(f"{shown_path(Path(options.script))}: {' and '.join(strays)} "
+                              f"match{'es' if len(strays) == 1 else ''} no task of env "
+                              f"{args.env!r} ({len(tasks)} task(s), indices 0-"
+                              f"{len(tasks) - 1})")
+
     try:
         with owned(), progress:  # HOME: a work dir of this run's own (vfcheck.isolation.workdirs)
             summary = asyncio.run(run_episodes(
@@ -132,10 +177,14 @@ def cmd_run(args: argparse.Namespace) -> int:
                 env_args=options.env_args, model=model, base_url=args.base_url,
                 timeout=args.timeout, paths=options.paths, output=output,
                 wheels=options.wheels, on_start=started, on_result=finished,
+                on_tasks=follows_script,
             ))
     except EnvLoadError as e:
         print(f"vfcheck: {e}", file=sys.stderr)  # one line, never wrapped
         return EXIT_FAILED
+    except ScriptError as e:
+        print(f"vfcheck: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     for tier in summary.tiers:
         console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})")
     Console().print(episode_table(summary))
@@ -143,6 +192,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     failed = [r.runner_error for r in summary.results if r.runner_error]
     for error in dict.fromkeys(failed):  # one line each, never wrapped
         print(f"vfcheck: {failed.count(error)} episode(s): {error}", file=sys.stderr)
+    errored = [r.errors() for r in summary.results]
+    if summary.results and all(errored):  # e.g. --base-url at a port nothing listens on
+        first = errored[0][0]
+        where = f" (endpoint {args.base_url})" if args.base_url else ""
+        print(f"vfcheck: every episode ({len(errored)}) recorded an error{where}; the first: "
+              f"{' '.join(first.split())[:300]}", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_FAILED if failed else EXIT_OK
 
 
@@ -150,7 +206,13 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
     from vfcheck.model import serve_forever
 
     options = resolved(args, pyproject=False).check
-    serve_forever(_scripted_model(options.script, options.seed), args.port)
+    try:
+        serve_forever(_scripted_model(options.script, options.seed), args.port)
+    except OSError as e:  # the port is taken, or not ours to bind
+        print(f"vfcheck: error: mock-server cannot listen on 127.0.0.1:{args.port}: "
+              f"{e.strerror or e} (use another --port, or --port 0 for a free one)",
+              file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 

@@ -96,6 +96,9 @@ class EventLog:
     stall: Stall | None = None
     """What the current worker's watchdog reported stuck, if anything."""
     done: bool = False
+    crash: str | None = None
+    """What ended the worker's event loop, when env code's `BaseException` (`sys.exit()` in
+    a hook) did: the units in flight then died with it."""
     final: bool = False
     worker_starts: int = 0
     """How many worker processes this run started (restarts after a stall add one each)."""
@@ -122,7 +125,7 @@ class EventLog:
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event["event"]
         if kind == "hello":
-            self.hello, self.done, self.stall = event, False, None
+            self.hello, self.done, self.stall, self.crash = event, False, None, None
             self.worker_starts += 1
             self.started.clear()  # a restarted worker: what was in flight was settled
         elif kind == "ready":
@@ -141,6 +144,8 @@ class EventLog:
             self.stall = Stall.from_event(event)
         elif kind == "done":
             self.done = True
+        elif kind == "crash":
+            self.crash = str(event.get("error") or "")
         elif kind == "final":
             self.final = True
 

@@ -96,6 +96,8 @@ class EnvCheck:
         self._stop = threading.Event()
         self.blocked: list[dict[str, Any]] = []
         """What stalls blocked, for the next worker (`vfcheck.isolation.worker`)."""
+        self.crashes: dict[Unit, str] = {}
+        """Units in flight when env code's `BaseException` ended a worker, and what it was."""
 
     # -- supervising (the owner's side)
 
@@ -175,11 +177,7 @@ class EnvCheck:
                           f"isolate={isolate}", file=sys.stderr)
                 if len(stalled) == 1 or (stalled and set(stalled) <= isolate):
                     for unit in stalled:
-                        self._settle(
-                            unit, "failed",
-                            f"{unit[0]} did not finish and the worker was killed at "
-                            f"its hard deadline (the hook blocked the event loop or ignored "
-                            f"cancellation). Contract: {BY_ID[unit[0]].contract}.")
+                        self._settle(unit, "failed", self._death_message(unit))
                     isolate -= set(stalled)
                 else:
                     isolate |= set(stalled)
@@ -191,6 +189,18 @@ class EnvCheck:
                 self.slots.release()
             self.log.poll()
             self._emit("final")
+
+    def _death_message(self, unit: Unit) -> str:
+        """Why `unit` ended its worker, run alone: env code's `BaseException`, or a kill at
+        the hard deadline."""
+        contract = BY_ID[unit[0]].contract
+        if unit in self.crashes:
+            return (f"{unit[0]} failed — env code {self.crashes[unit]} while it ran; a "
+                    "BaseException escapes verifiers' error handling and ends the process "
+                    "(vf-eval, a trainer; here vfcheck's check worker, restarted for the other "
+                    f"checks). Contract: {contract}.")
+        return (f"{unit[0]} did not finish and the worker was killed at its hard deadline (the "
+                f"hook blocked the event loop or ignored cancellation). Contract: {contract}.")
 
     def _settle_stall(self, stall: Stall) -> bool:
         """Fail the unit the watchdog found stuck, naming the hook, and block the task's
@@ -264,9 +274,11 @@ class EnvCheck:
                 done_at = now
             if proc.poll() is not None:
                 self.log.poll()
-                if self.log.done:
+                if self.log.done and self.log.crash is None:
                     return "done"
                 died = list(self.log.in_flight())
+                if self.log.crash is not None:
+                    self.crashes.update(dict.fromkeys(died, self.log.crash))
                 if self.log.plan is None and not died:
                     died = [("load", None)]  # it died loading: the env's import or load()
                 return died

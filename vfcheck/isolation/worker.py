@@ -258,7 +258,15 @@ def main() -> None:
         if "--hashes" in sys.argv[1:]:
             print_hashes(spec)
             return
-        asyncio.run(main_async(spec))
+        try:
+            asyncio.run(main_async(spec))
+        except BaseException as e:  # noqa: BLE001 - env code's sys.exit() ended the loop
+            from vfcheck.checks.load import aborted_by
+
+            append_event(Path(spec["events"]), {"event": "crash", "t": time.time(),
+                                                "error": aborted_by(e)})
+            sys.stdout.flush()
+            os._exit(3)
     sys.stdout.flush()
     # Harness programs and tool servers are children of this process's runtimes, which
     # verifiers stops on exit; a lingering non-daemon thread of env code must not keep
