@@ -91,10 +91,23 @@ CASES: dict[str, Bad] = {
                           "mock-server cannot listen on 127.0.0.1:{port}: Address already in use"),
     "mock-script-broken": Bad(["mock-server", "--port", "0", "--script", "bad.toml"], 2,
                               "bad.toml: invalid TOML"),
+    "run-base-url-not-a-url": Bad(["run", "vfc-echo", "--base-url", "localhost:8000"], 2,
+                                  "--base-url: 'localhost:8000' is not an http:// or https:// "
+                                  "URL"),
+    "wheels-folder-not-makeable": Bad(["wheels", "/proc/vfcheck-wheels"], 1,
+                                      "cannot fill /proc/vfcheck-wheels: No such file or "
+                                      "directory"),
     "list-checks-unknown-flag": Bad(["list-checks", "--everything"], 2,
                                     "unrecognized arguments: --everything"),
     "check-unknown-env": Bad(["check", "vfc-no-such-env", *PATH], 1,
                              "taskset 'vfc-no-such-env' not found", slow=True),
+    "check-a-file-path-for-an-env-id": Bad(
+        ["check", f"{FIXTURES}/vfc_echo.py", "--checks", "load"], 1,
+        f"looks like a file path; an env id is its module's name with dashes: try `vfc-echo "
+        f"--path {FIXTURES}`", slow=True),
+    "check-env-arg-of-the-wrong-type": Bad(
+        ["check", "vfc-echo", *PATH, "--env-arg", "phrases=[1, 2]", "--checks", "load"], 1,
+        "config key 'taskset.phrases.0': Input should be a valid string, got 1", slow=True),
     "check-base-exception-at-import": Bad(
         ["check", "vfc-base-at-import", "--path", ".", "--checks", "load"], 1,
         "raised ConfigMissing('no grader configured'), a BaseException that is not an "

@@ -176,8 +176,21 @@ def load_env(
             config = offline_env_config(env_id, env_args, harness=pins)
             env = vf.load_environment(config)
     except Exception as e:
-        raise EnvLoadError(f"env {env_id!r} failed to load: {load_error_cause(e)}") from e
+        raise EnvLoadError(f"env {env_id!r} failed to load: {load_error_cause(e)}"
+                           f"{id_hint(env_id)}") from e
     return env, tiers
+
+
+def id_hint(env_id: str) -> str:
+    """` (an env id is a module's name ...)`, when `env_id` looks like a file path: the
+    mistake of passing `fixtures/my_env.py` for `my-env`."""
+    if "/" not in env_id and "\\" not in env_id and not env_id.endswith(".py"):
+        return ""
+    path = Path(env_id)
+    name = path.stem.replace("_", "-")
+    folder = str(path.parent) if str(path.parent) not in ("", ".") else "."
+    return (f" ({env_id!r} looks like a file path; an env id is its module's name with "
+            f"dashes: try `{name} --path {folder}`)")
 
 
 def load_error_cause(error: BaseException) -> str:
@@ -209,8 +222,10 @@ def load_error_cause(error: BaseException) -> str:
                 message = f"unknown config key {where!r} ({message})"
             elif where and e.get("type") == "missing":
                 message = f"config key {where!r} is required ({message})"
+            elif where:
+                message = f"config key {where!r}: {message}, got {e.get('input')!r}"
             messages.append(message)
-        return " ".join(" ".join(messages).split())
+        return " ".join("; ".join(dict.fromkeys(messages)).split())
     return " ".join(f"{type(error).__name__}: {error}".split())
 
 

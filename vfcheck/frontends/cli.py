@@ -140,6 +140,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if (why := unwritable(output.absolute())) is not None:
         raise OptionError(f"-o/--output: cannot write {output.absolute()}: {why}")
+    if args.base_url is not None and not args.base_url.startswith(("http://", "https://")):
+        raise OptionError(f"--base-url: {args.base_url!r} is not an http:// or https:// URL "
+                          "(e.g. http://127.0.0.1:8000/v1)")
     model = None if args.base_url else _scripted_model(options.script, options.seed)
     progress = Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
@@ -355,14 +358,20 @@ def cmd_wheels(args: argparse.Namespace) -> int:
     from vfcheck.episodes.offline import prepare_process_env
     from vfcheck.episodes.runner import EnvLoadError
     from vfcheck.episodes.wheels_command import WheelsError, fill, programs_of
+    from vfcheck.option_table import OptionError, unwritable
 
     options = resolved(args, pyproject=False).check
+    if (why := unwritable(args.folder.absolute(), folder=True)) is not None:
+        raise OptionError(f"DIR: cannot fill {args.folder.absolute()}: {why}")
     prepare_process_env(options.paths)
     try:
         programs = programs_of(args.envs, options.env_args)
         wheels = fill(args.folder.resolve(), programs)
     except (EnvLoadError, WheelsError) as e:
         print(f"vfcheck: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as e:  # the folder cannot be made or written after all (/proc, a full disk)
+        print(f"vfcheck: error: cannot fill {args.folder}: {e.strerror or e}", file=sys.stderr)
         return EXIT_FAILED
     print(f"{len(wheels)} wheel(s) in {args.folder}; use: --wheels {args.folder}")
     return EXIT_OK
