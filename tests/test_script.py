@@ -238,10 +238,12 @@ async def test_a_scripted_model_answers_the_bound_task() -> None:
             '[[task]]\nkey = "a"\n[[task.turn]]\nreply = "x"\nanswer = 1\n',
             "task 1 (key 'a'), turn 1: unknown field `answer` (allowed: reply, tool, arguments,",
         ),
-        ("colour = 1\n", "top level: unknown field `colour` (allowed: seed, judge, task, default)"),
+        ("colour = 1\n",
+         "top level: unknown field `colour` (allowed: seed, judge, task, default, fallback)"),
         (
             "[[task]]\nindex = 0\n[[task.turn]]\n",
-            "task 1 (index 0), turn 1: a turn needs one of `reply`, `tool` or `fault`, got none",
+            "task 1 (index 0), turn 1: a turn needs one of `reply`, `tool`, `calls` or `fault`, "
+            "got none",
         ),
         (
             '[[task]]\n[[task.turn]]\nreply = "x"\n',
@@ -256,8 +258,10 @@ async def test_a_scripted_model_answers_the_bound_task() -> None:
             "top level: task key 'k' is listed twice",
         ),
         (
-            '[[task]]\nindex = 0\n[[task.turn]]\nreply = "x"\ntool = "t"\n',
-            "a turn is one of `reply`, `tool` or `fault`, got reply and tool",
+            # `reply` may go with `tool` (a model's text beside its call), not with a fault
+            '[[task]]\nindex = 0\n[[task.turn]]\nreply = "x"\nfault = "cut"\n',
+            "a turn is one of `reply`, `tool`, `calls` or `fault` (`reply` may go with `tool` "
+            "or `calls`), got reply and fault",
         ),
         (
             '[[task]]\nindex = 0\n[[task.turn]]\nfault = "explode"\n',

@@ -41,6 +41,10 @@ HARNESS_ID = "vfcheck-chat"
 """verifiers' in-house chat loops; a role on one of these has no harness of the env's own."""
 
 
+REAL_MODEL_DEFAULT = "gpt-4.1-mini"
+"""The model name sent to a real `base_url` when none is given."""
+
+
 class EnvLoadError(Exception):
     """The env could not be loaded: one line saying what and where (the `load` finding)."""
 
@@ -298,7 +302,7 @@ class EnvRunner:
         else:
             model = None
             ctx = vf.ModelContext(
-                model=model_name or "gpt-4.1-mini",
+                model=model_name or REAL_MODEL_DEFAULT,
                 client=vf.EvalClientConfig(base_url=base_url, api_key_var=api_key_var),
             )
         with mock:
@@ -428,6 +432,8 @@ async def run_episodes(
     env_args: Mapping[str, Any] | None = None,
     model: Any | None = None,
     base_url: str | None = None,
+    api_key_var: str = "OPENAI_API_KEY",
+    model_name: str | None = None,
     timeout: float | None = 300.0,
     paths: Sequence[str] = (),
     output: Path | None = None,
@@ -438,10 +444,11 @@ async def run_episodes(
     """Play `rollouts` episodes of each of the first `num_tasks` tasks, `concurrency` at
     a time. With `output`, each episode's JSON line is appended (and flushed) as soon as
     it finishes, so an interrupted run keeps every finished episode. An episode whose
-    harness program could not resolve its dependencies keeps that as its runner error."""
+    harness program could not resolve its dependencies keeps that as its runner error.
+    With a real `base_url`, the key is read from `$api_key_var` and `model_name` is sent."""
     async with EnvRunner.open(
         env_id, env_args=env_args, harness=harness, model=model, base_url=base_url, paths=paths,
-        wheels=wheels,
+        wheels=wheels, api_key_var=api_key_var, model_name=model_name,
     ) as runner:
         tasks = load_tasks(runner.env, num_tasks)
         plan = [(task, r) for task in tasks for r in range(rollouts)]

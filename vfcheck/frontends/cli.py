@@ -1,5 +1,5 @@
 """The `vfcheck` command: `check` (the check front end), `run`, `library`, `list-checks`,
-`wheels`, `mock-server`; thin over the library. Exit codes are `vfcheck.exits`'.
+`wheels`, `mock-server`, `record`, `init`; thin over the library. Exit codes are `vfcheck.exits`'.
 """
 
 from __future__ import annotations
@@ -71,6 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
                              "program is always in)")
     add_cli_options(wheels, "wheels")
 
+    record = sub.add_parser(
+        "record", help="play an env against a real endpoint and write the replies as a script "
+                       "(a cassette) that --script replays offline")
+    record.add_argument("env", help="env id, e.g. vfc-echo")
+    record.add_argument("--base-url", required=True,
+                        help="the OpenAI-compatible endpoint to record from")
+    record.add_argument("--api-key-var", default="OPENAI_API_KEY",
+                        help="env var holding its API key (default OPENAI_API_KEY; a "
+                             "loopback endpoint may do without)")
+    record.add_argument("--model", help="model name sent upstream")
+    record.add_argument("-c", "--concurrency", type=int, default=4, help="episodes at once")
+    record.add_argument("--timeout", type=float, default=300.0,
+                        help="deadline per episode, seconds (default 300)")
+    record.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
+                        help="the cassette to write (a script file, TOML)")
+    add_cli_options(record, "record")
+
     mock = sub.add_parser("mock-server", help="serve the scripted model on 127.0.0.1")
     mock.add_argument("--port", type=int, default=8000)
     add_cli_options(mock, "mock-server")
@@ -103,6 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+    from vfcheck.cassette import misses
     from vfcheck.episodes.runner import EnvLoadError, EpisodeResult, run_episodes
     from vfcheck.frontends.run_report import episode_table
     from vfcheck.isolation.workdirs import owned
@@ -129,7 +147,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 args.env, num_tasks=options.num_tasks, rollouts=args.rollouts,
                 concurrency=args.concurrency, harness=options.harness,
                 env_args=options.env_args, model=model, base_url=args.base_url,
-                timeout=args.timeout, paths=options.paths, output=output,
+                api_key_var=args.api_key_var, model_name=args.model, timeout=args.timeout,
+                paths=options.paths, output=output,
                 wheels=options.wheels, on_start=started, on_result=finished,
             ))
     except EnvLoadError as e:
@@ -142,7 +161,47 @@ def cmd_run(args: argparse.Namespace) -> int:
     failed = [r.runner_error for r in summary.results if r.runner_error]
     for error in dict.fromkeys(failed):  # one line each, never wrapped
         print(f"vfcheck: {failed.count(error)} episode(s): {error}", file=sys.stderr)
-    return EXIT_FAILED if failed else EXIT_OK
+    missed = [] if model is None else misses(model.requests)  # a cassette's unheld turns
+    for miss in missed:
+        print(f"vfcheck: {miss}", file=sys.stderr)
+    return EXIT_FAILED if failed or missed else EXIT_OK
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    """Record a cassette (`vfcheck.cassette`): the first `-n` tasks (default: the check
+    run's `--sample`) against `--base-url`, written to `-o`."""
+    from rich.console import Console
+
+    from vfcheck.cassette import ApiKeyMissing, RecordError, record, write_cassette
+    from vfcheck.episodes.runner import EnvLoadError
+    from vfcheck.isolation.workdirs import owned
+    from vfcheck.option_table import BY_NAME
+
+    console = Console(stderr=True)
+    options = resolved(args, pyproject=False).check
+    num_tasks = options.num_tasks or BY_NAME["sample"].default
+    try:
+        with owned():  # HOME: a work dir of this run's own, as `vfcheck run`
+            recording = asyncio.run(record(
+                args.env, base_url=args.base_url, api_key_var=args.api_key_var,
+                model_name=args.model, num_tasks=num_tasks, harness=options.harness,
+                env_args=options.env_args, paths=options.paths, wheels=options.wheels,
+                timeout=args.timeout, concurrency=args.concurrency,
+            ))
+    except (EnvLoadError, RecordError) as e:
+        print(f"vfcheck: {e}", file=sys.stderr)  # one line, never wrapped
+        return EXIT_USAGE if isinstance(e, ApiKeyMissing) else EXIT_FAILED
+    write_cassette(args.output, recording.text)
+    for task in recording.tasks:
+        console.print(f"  [{task.index}] {task.key}: {len(task.turns)} turn(s)",
+                      highlight=False, markup=False)
+        for note in task.notes:
+            print(f"vfcheck: task {task.key!r}: {note}", file=sys.stderr)
+    recorded = sum(1 for task in recording.tasks if task.turns)
+    console.print(f"cassette: {args.output} ({recorded} task(s)); replay it offline: "
+                  f"vfcheck check {args.env} --script {args.output}",
+                  highlight=False, markup=False, soft_wrap=True)
+    return EXIT_OK
 
 
 def cmd_mock_server(args: argparse.Namespace) -> int:
@@ -306,7 +365,7 @@ def cmd_wheels(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "check": cmd_check, "library": cmd_library,
-            "list-checks": cmd_list_checks, "mock-server": cmd_mock_server,
+            "list-checks": cmd_list_checks, "mock-server": cmd_mock_server, "record": cmd_record,
             "wheels": cmd_wheels}
 
 
