@@ -247,11 +247,15 @@ def cassette_text(tasks: Sequence[RecordedTask], *, env_id: str, base_url: str,
 
 
 def _toml(value: Any) -> str:
-    """A TOML value: JSON's string escapes are TOML's basic-string escapes, except that
-    TOML also forbids a raw DEL."""
+    """A TOML value: a literal string ('...', no escapes: JSON arguments stay readable)
+    when it can be one, else a basic string, whose escapes are JSON's (TOML also forbids
+    a raw DEL)."""
     if isinstance(value, bool | int):
         return json.dumps(value)
-    return json.dumps(str(value), ensure_ascii=False).replace("\x7f", "\\u007f")
+    text = str(value)
+    if "'" not in text and all(c == "\t" or (" " <= c and c != "\x7f") for c in text):
+        return f"'{text}'"
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def placeholder_notes(task: RecordedTask) -> list[str]:
