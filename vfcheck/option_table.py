@@ -94,6 +94,9 @@ class Option:
     unit: str = ""
     """What a number counts (`seconds`), for messages."""
     repeat: bool = False
+    given_replaces: bool = False
+    """A repeated value given on the command line replaces pyproject.toml's instead of
+    adding to it (env ids: naming an env checks that env, not the project's too)."""
     path: PathRole = "any"
     missing: str = ""
     """The message for a `dir` that does not exist (`{path}` is replaced)."""
@@ -312,8 +315,9 @@ def _arg_text(value: Any) -> str:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("envs", "text", "env ids to check", default=[], repeat=True, positional=True,
-           metavar="ENV", pytest="--vf-env", scope="run"),
+    Option("envs", "text", "env ids to check", default=[], key="envs", repeat=True,
+           given_replaces=True, positional=True, metavar="ENV", pytest="--vf-env",
+           scope="run"),
     Option("env_args", "pairs",
            "env config value: dotted keys address the env config, bare keys the taskset "
            "(num_tasks=5); VALUE is JSON when it parses",

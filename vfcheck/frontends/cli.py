@@ -88,6 +88,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the cassette to write (a script file, TOML)")
     add_cli_options(record, "record")
 
+    init = sub.add_parser(
+        "init", help="add vfcheck to the env package in this folder: [tool.vfcheck], a CI "
+                     "workflow, golden traces")
+    init.add_argument("envs", nargs="*", metavar="ENV",
+                      help="env ids (default: [tool.vfcheck] envs, else the project's name)")
+    init.add_argument("--path", action="append", default=[], metavar="DIR", dest="init_paths",
+                      help="folder holding the env modules, relative to the package "
+                           "(default: . or src if the module is there)")
+
     mock = sub.add_parser("mock-server", help="serve the scripted model on 127.0.0.1")
     mock.add_argument("--port", type=int, default=8000)
     add_cli_options(mock, "mock-server")
@@ -204,6 +213,31 @@ def cmd_record(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    """`vfcheck.scaffold`: plan (refusing conflicts, writing nothing), then carry it out."""
+    from vfcheck.options import resolve
+    from vfcheck.scaffold import InitError, init_package, plan_init
+
+    root = Path.cwd()
+    try:
+        plan = plan_init(root, args.envs, args.init_paths,
+                         lambda: Path(resolve(root).check.golden_dir))
+    except InitError as e:
+        print(f"vfcheck: init: {e}", file=sys.stderr)
+        return EXIT_USAGE if e.usage else EXIT_FAILED
+    if not plan.changes:
+        init_package(plan, echo=print)
+        print("nothing to change: vfcheck is set up here. Run: "
+              f"pytest {' '.join('--vf-env ' + env for env in plan.envs)}")
+        return EXIT_OK
+    if not init_package(plan, echo=print):
+        return EXIT_FAILED
+    print(f"next: pytest {' '.join('--vf-env ' + env for env in plan.envs)}  (or: vfcheck "
+          "check); then commit pyproject.toml, .github/workflows/vfcheck.yml and the golden "
+          "traces")
+    return EXIT_OK
+
+
 def cmd_mock_server(args: argparse.Namespace) -> int:
     from vfcheck.model import serve_forever
 
@@ -229,8 +263,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         return _conclude(console, graded, run, seed=None, verifiers=None)
     if not run.envs:
-        print("vfcheck: error: name at least one env (or --from-validate RUN_DIR)",
-              file=sys.stderr)
+        print("vfcheck: error: name at least one env (or set envs in [tool.vfcheck], or give "
+              "--from-validate RUN_DIR)", file=sys.stderr)
         return EXIT_USAGE
     with CheckRun(run.envs, options, run, front="cli") as check_run:
         for line in check_run.header():
@@ -366,6 +400,7 @@ def cmd_wheels(args: argparse.Namespace) -> int:
 
 COMMANDS = {"run": cmd_run, "check": cmd_check, "library": cmd_library,
             "list-checks": cmd_list_checks, "mock-server": cmd_mock_server, "record": cmd_record,
+            "init": cmd_init,
             "wheels": cmd_wheels}
 
 
