@@ -239,7 +239,8 @@ async def test_a_scripted_model_answers_the_bound_task() -> None:
             "task 1 (key 'a'), turn 1: unknown field `answer` (allowed: reply, tool, arguments,",
         ),
         ("colour = 1\n",
-         "top level: unknown field `colour` (allowed: seed, judge, task, default, fallback)"),
+         "top level: unknown field `colour` (allowed: seed, judge, task, default, http, "
+         "fallback)"),
         (
             "[[task]]\nindex = 0\n[[task.turn]]\n",
             "task 1 (index 0), turn 1: a turn needs one of `reply`, `tool`, `calls` or `fault`, "

@@ -24,6 +24,13 @@ The pytest plugin and the CLI both read it. It is TOML::
     [[default.turn]]                # optional: turns of every task not listed above
     reply = "hi"
 
+    [[http]]                        # optional: answer env code's own HTTP requests offline
+    url = "https://grader.example.org/v1/grade"   # the URL (query ignored unless given;
+                                    # a trailing `*` matches every URL it starts)
+    method = "POST"                 # optional: any method if left out
+    status = 200                    # optional (default 200)
+    json = { score = 1.0 }          # the body: `json = ...` or `text = "..."`
+
 A turn is one of `reply`, `tool`, `calls` or `fault`; `reply` may also go with `tool` or
 `calls` (the text a model sends alongside its tool calls). `[[task.turn.calls]]` lists
 several tool calls of one turn, each with `tool` and `arguments` or `raw_arguments`.
@@ -71,12 +78,14 @@ from vfcheck.model import (
     default_reply,
     tool_policy,
 )
+from vfcheck.model.offline_http import HttpAnswer, http_answer
 
 __all__ = [
     "SCRIPT_MISS",
     "Script",
     "ScriptCall",
     "ScriptError",
+    "ScriptHttp",
     "ScriptTask",
     "ScriptTurn",
     "ScriptTurns",
@@ -209,6 +218,34 @@ class ScriptTask(BaseModel):
         return Reply.verdict(self.judge) if self.judge is not None else None
 
 
+class ScriptHttp(BaseModel):
+    """One `[[http]]`: the response to env code's own requests for `url` (a remote grader, a
+    rubric service), so an env that needs one can be checked offline."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    url: str
+    method: str | None = None
+    status: int = Field(default=200, ge=100, le=599)
+    json_body: Any = Field(default=None, alias="json")
+    text: str | None = None
+
+    @model_validator(mode="after")
+    def _one_body(self) -> ScriptHttp:
+        if not self.url.startswith(("http://", "https://")) or "://" == self.url[-3:]:
+            raise ValueError(f"`url` must be an http:// or https:// URL, got {self.url!r}")
+        if self.method is not None and not self.method.isalpha():
+            raise ValueError(f"`method` must be an HTTP method such as POST, got "
+                             f"{self.method!r}")
+        if self.text is not None and self.json_body is not None:
+            raise ValueError("an http entry takes `json` or `text`, not both")
+        return self
+
+    def answer(self) -> HttpAnswer:
+        return http_answer(self.url, method=self.method, status=self.status,
+                           json_body=self.json_body, text=self.text)
+
+
 class Script(BaseModel):
     """A parsed script file; `policy()` turns it into the scripted model's policy."""
 
@@ -219,6 +256,7 @@ class Script(BaseModel):
     """The verdict of judge calls no listed task answers; None: the model's default."""
     task: list[ScriptTask] = Field(default_factory=list)
     default: ScriptTurns | None = None
+    http: list[ScriptHttp] = Field(default_factory=list)
     fallback: Literal["default", "error"] = "default"
     """Who answers a request the script holds no turn for: the default policy, or a 404
     naming the task and the turn (a cassette's strict replay)."""
@@ -290,6 +328,11 @@ class Script(BaseModel):
             answer = Reply.verdict(self.judge)
         return answer
 
+    def http_answers(self) -> list[HttpAnswer]:
+        """The `[[http]]` entries, for the scripted model's offline HTTP (in file order: the
+        first that matches a request answers it)."""
+        return [entry.answer() for entry in self.http]
+
     def policy(self, seed: int | None = None) -> Policy:
         """The model policy this script describes; `seed` overrides the file's `seed`."""
         fallback = tool_policy(
@@ -358,6 +401,7 @@ _FIELDS_BY_TABLE: dict[str, type[BaseModel]] = {
     "task": ScriptTask,
     "default": ScriptTurns,
     "turn": ScriptTurn,
+    "http": ScriptHttp,
     "calls": ScriptCall,
 }
 
@@ -415,7 +459,9 @@ def _what(problem: ErrorDetails) -> str:
         name = problem["loc"][-1]
         table = next((step for step in reversed(problem["loc"][:-1]) if isinstance(step, str)), "")
         allowed = (
-            ", ".join(_FIELDS_BY_TABLE[table].model_fields) if table in _FIELDS_BY_TABLE else ""
+            ", ".join(field.alias or name
+                      for name, field in _FIELDS_BY_TABLE[table].model_fields.items())
+            if table in _FIELDS_BY_TABLE else ""
         )
         return f"unknown field `{name}`" + (f" (allowed: {allowed})" if allowed else "")
     if kind == "value_error":  # our own validators: already say what was found

@@ -141,6 +141,11 @@ class CheckContext:
         script = self.script_file
         return None if script is None else script.policy(self.options.seed)
 
+    def http_answers(self) -> list[Any]:
+        """The script's `[[http]]` answers to env code's own requests (none without one)."""
+        script = self.script_file
+        return [] if script is None else list(script.http_answers())
+
     @functools.cached_property
     def script_file(self) -> Any:
         """The user's script (`vfcheck.script.Script`), or None."""
@@ -178,6 +183,12 @@ class CheckContext:
             raise value
         opened: T = value
         return opened
+
+    def opened(self, key: str) -> Any | None:
+        """The `key` resource if a check opened it (and its opener did not raise), else None:
+        for the checks that look back at what the run did (`hygiene.network`)."""
+        value = self._shared.get(key)
+        return None if isinstance(value, Exception) else value
 
     def memo(self, key: str, make: Callable[[], T]) -> T:
         """The run's one `key` value, made on first use (the validate config, ...)."""

@@ -185,7 +185,7 @@ async def open_lab(ctx: CheckContext, stack: contextlib.AsyncExitStack) -> Episo
     from vfcheck.model import PolicyRouter, ScriptedModel
 
     router = PolicyRouter(base=ctx.base_policy())
-    model = ScriptedModel(router, seed=ctx.seed)
+    model = ScriptedModel(router, seed=ctx.seed, http=ctx.http_answers())
     runner = await stack.enter_async_context(
         EnvRunner.open(ctx.env_id, model=model, loaded=(ctx.env, ctx.tiers)))
 

@@ -120,7 +120,9 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any) -> Finding:
     # a judge that grades the check's scoring agrees with it: gold scores the task's own
     # reference (positive), noop the untouched task (negative); see vfcheck.model.judges
     verdict = {"gold": Verdict.POSITIVE, "noop": Verdict.NEGATIVE}.get(mode)
-    with episode_scope(EpisodeRef(TaskRef(tid.index, tid.key), judge=verdict)):
+    where = f"vf-validate's {mode} check"
+    with episode_scope(EpisodeRef(TaskRef(tid.index, tid.key), judge=verdict,
+                                  stage=lambda: where)):
         row = await run_check(task, config, mode)
     return row_finding(env_id, tid, mode, row, await name_scoring_hooks(task, row))
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from vfcheck.episodes.harness_deps import HarnessDependencyError, dependency_problem
 from vfcheck.episodes.offline import MOCK_API_KEY_VAR, offline_env_config, prepare_process_env
-from vfcheck.episodes.recorder import TraceLog, TraceRecorder
+from vfcheck.episodes.recorder import STAGES, TraceLog, TraceRecorder, stage_times
 from vfcheck.model import (
     DEFAULT_BASE_URL,
     DEFAULT_MODEL_ID,
@@ -327,9 +327,11 @@ class EnvRunner:
         attributed to this episode and its traces."""
         info = task_info(task)
         ref = TaskRef(index=info.index, key=info.key)
-        scope = EpisodeRef(task=ref)
+        live: list[Any] = []
+        scope = EpisodeRef(task=ref, stage=lambda: episode_stage(live))
 
         def minted(trace: Any) -> None:
+            live.append(trace)
             scope.trace_ids.append(trace.id)
             if self.model is not None:
                 self.model.bind(trace.id, ref, episode=scope)
@@ -360,6 +362,22 @@ class EnvRunner:
             result.runner_error = problem
             raise HarnessDependencyError(problem, result)
         return result
+
+
+def episode_stage(traces: Sequence[Any]) -> str:
+    """`the scoring stage of an episode`: the stage the latest trace is in (started, not
+    ended), read off its timing spans."""
+    if not traces:
+        return "an episode, before its first trace"
+    try:
+        spans = stage_times(traces[-1])
+    except AttributeError:  # a trace shape this reading does not know
+        return "an episode"
+    started = [name for name in STAGES if spans[name][0]]
+    if not started:
+        return "an episode, before boot"
+    name = started[-1]
+    return f"the {name} stage of an episode" + (", after it ended" if spans[name][1] else "")
 
 
 def awaited_tools(traces: Sequence[Any]) -> str:

@@ -122,7 +122,8 @@ def _scripted_model(script: str | None, seed: int | None) -> Any:
     if script is None:
         return ScriptedModel(seed=seed or 0)
     loaded = Script.load(Path(script))
-    return ScriptedModel(loaded.policy(seed), seed=loaded.seed if seed is None else seed)
+    return ScriptedModel(loaded.policy(seed), seed=loaded.seed if seed is None else seed,
+                         http=loaded.http_answers())
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -15,10 +15,11 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 from vfcheck.model.judges import default_judge_policy, render_verdict
+from vfcheck.model.offline_http import HttpAnswer, OfflineHttp
 from vfcheck.model.policies import default_reply, default_text, first_of, tool_policy
 from vfcheck.model.scope import current_episode
 from vfcheck.model.types import (
@@ -56,8 +57,11 @@ class ScriptedModelCore:
         seed: int = 0,
         task_of: Callable[[str], TaskRef | None] | None = None,
         model_id: str = DEFAULT_MODEL_ID,
+        http: Sequence[HttpAnswer] = (),
     ) -> None:
         self.seed = seed
+        self.http = OfflineHttp(http)
+        """Env code's own HTTP requests: the script's `[[http]]` answers, the refused log."""
         self.task_of = task_of
         self.model_id = model_id
         self.default_policy: Policy = first_of(

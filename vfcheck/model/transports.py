@@ -49,7 +49,8 @@ class ScriptedModel(ScriptedModelCore):
         POST .../chat/completions and GET .../models on any non-loopback host reach the
         model (so an in-env judge with its own base URL does too); loopback hosts pass
         through, because verifiers' interception server runs on 127.0.0.1 in this process.
-        Anything else fails with respx's "not mocked" error. Async clients only.
+        Anything else is env code's own request: the script's `[[http]]` entries answer it,
+        or it is refused in the user's terms and logged (`vfcheck.model.offline_http`).
         """
         url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         host = httpx.URL(url).host
@@ -64,6 +65,7 @@ class ScriptedModel(ScriptedModelCore):
             side_effect=self._answer_httpx
         )
         router.route(method="GET", path__regex=r"/models/?$").mock(side_effect=self._answer_httpx)
+        router.route().mock(side_effect=self.http.respond)  # env code's own requests
         with router:
             yield url
 

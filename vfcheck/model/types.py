@@ -78,6 +78,9 @@ class EpisodeRef:
     """The verdict this scope's judge calls get when no policy answers them (None: the
     model's `DEFAULT_VERDICT`); vfcheck's gold check scopes its scoring `positive`, noop
     `negative`."""
+    stage: Callable[[], str] | None = None
+    """Where in the play env code is now (`scoring of an episode`, `the gold check`): the
+    runner reads it off the live trace; it names the stage of an offline HTTP request."""
 
 
 @dataclass(frozen=True)
