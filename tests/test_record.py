@@ -220,10 +220,16 @@ def test_record_from_a_server_then_replay_offline(
     url = serve(SERVER_SCRIPT)
     key_env = {"VFC_RECORD_KEY": API_KEY}
     echo, multi = tmp_path / "echo.toml", tmp_path / "multi.toml"
-    for env_id, cassette in (("vfc-echo", echo), ("vfc-multiturn", multi)):
+    # vfc-echo in a project whose [tool.vfcheck] gives the path and the sample (2 tasks)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        f"[tool.vfcheck]\npaths = [{json.dumps(str(fixtures_dir))}]\nsample = 2\n")
+    for env_id, cassette, where, extra in (
+            ("vfc-echo", echo, project, []),
+            ("vfc-multiturn", multi, tmp_path, ["--path", str(fixtures_dir), "-n", "2"])):
         done = vfcheck("record", env_id, "--base-url", url, "--api-key-var", "VFC_RECORD_KEY",
-                       "--path", str(fixtures_dir), "-n", "2", "-o", str(cassette),
-                       cwd=tmp_path, env=key_env)
+                       *extra, "-o", str(cassette), cwd=where, env=key_env)
         assert done.returncode == 0, done.stderr[-2000:]
         assert f"replay it offline: vfcheck check {env_id} --script {cassette}" in done.stderr
         text = cassette.read_text()

@@ -178,18 +178,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    """Record a cassette (`vfcheck.cassette`): the first `-n` tasks (default: the check
-    run's `--sample`) against `--base-url`, written to `-o`."""
+    """Record a cassette (`vfcheck.cassette`): the first `-n` tasks (default: the tasks a
+    check run samples, `[tool.vfcheck] sample` or 3) against `--base-url`, written to `-o`.
+    It reads `[tool.vfcheck]` as `vfcheck check` does (paths, env args, harness)."""
     from rich.console import Console
 
     from vfcheck.cassette import ApiKeyMissing, RecordError, record, write_cassette
     from vfcheck.episodes.runner import EnvLoadError
     from vfcheck.isolation.workdirs import owned
-    from vfcheck.option_table import BY_NAME
 
     console = Console(stderr=True)
-    options = resolved(args, pyproject=False).check
-    num_tasks = options.num_tasks or BY_NAME["sample"].default
+    options = resolved(args).check
+    num_tasks = options.sample  # what a check run plays; a pyproject's `num_tasks` is what
+    if args.num_tasks is not None and options.num_tasks is not None:  # it loads: not it
+        num_tasks = options.num_tasks
     try:
         with owned():  # HOME: a work dir of this run's own, as `vfcheck run`
             recording = asyncio.run(record(
@@ -202,6 +204,9 @@ def cmd_record(args: argparse.Namespace) -> int:
         print(f"vfcheck: {e}", file=sys.stderr)  # one line, never wrapped
         return EXIT_USAGE if isinstance(e, ApiKeyMissing) else EXIT_FAILED
     write_cassette(args.output, recording.text)
+    for tier in recording.tiers:
+        console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})",
+                      highlight=False, markup=False)
     for task in recording.tasks:
         console.print(f"  [{task.index}] {task.key}: {len(task.turns)} turn(s)",
                       highlight=False, markup=False)
