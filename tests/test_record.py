@@ -90,7 +90,8 @@ def test_a_trace_becomes_turns_in_call_order() -> None:
         {"fault": "status", "status": 503},
         {"reply": "5"},
     ]
-    assert task.notes == []
+    assert task.notes == ["call 2 failed upstream (status 503): recorded as a status fault, "
+                          "which the replay meets too"]
 
 
 def test_a_call_with_no_reply_ends_the_turns_and_several_agents_are_noted() -> None:
@@ -295,6 +296,22 @@ def test_record_a_tool_env(serve: Any, fixtures_dir: Path, tmp_path: Path) -> No
         "vfc-tool:2+3": [("SERVER adds", ["calc_add"]), ("SERVER says 5 [calc-9d2]", [])]}
     line = json.loads((tmp_path / "replay.jsonl").read_text())
     assert line["reward"] == 1.0  # the tool really ran on the replayed call
+
+
+@pytest.mark.slow
+def test_an_endpoint_that_only_fails_records_nothing(
+    serve: Any, fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """A wrong key (every call a 401) must not leave a cassette of faults behind."""
+    url = serve('[[default.turn]]\nfault = "status"\nstatus = 401\n')
+    done = vfcheck("record", "vfc-echo", "--base-url", url, "--path", str(fixtures_dir),
+                   "-n", "1", "-o", "c.toml", cwd=tmp_path, env={"OPENAI_API_KEY": API_KEY})
+    assert done.returncode == 1
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("vfcheck:")]
+    assert line.startswith(f"vfcheck: env 'vfc-echo': no model reply was recorded from "
+                           f"{url.split('//')[1].split('/')[0]} (")
+    assert "401" in line and API_KEY not in done.stderr
+    assert not (tmp_path / "c.toml").exists()
 
 
 def test_record_needs_the_key_of_a_remote_endpoint(tmp_path: Path) -> None:

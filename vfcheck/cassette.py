@@ -17,18 +17,22 @@ credential keys in tool arguments) become `<secret>`; the endpoint is named by i
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from vfcheck.model import Fault, RequestRecord
 from vfcheck.script import SCRIPT_MISS, Script, ScriptError
 from vfcheck.traces.normalize import RULES, scrub
+
+if TYPE_CHECKING:
+    from vfcheck.episodes.runner import EpisodeResult, HarnessTier, RoleTier
 
 __all__ = [
     "DEFAULT_API_KEY_VAR",
@@ -39,10 +43,12 @@ __all__ = [
     "api_key_for",
     "cassette_text",
     "misses",
+    "placeholder_notes",
     "record",
     "recorded_task",
     "scrub_text",
     "scrub_turns",
+    "write_cassette",
 ]
 
 DEFAULT_API_KEY_VAR = "OPENAI_API_KEY"
@@ -87,7 +93,12 @@ def _is_loopback(base_url: str) -> bool:
         host = httpx.URL(base_url).host
     except httpx.InvalidURL:
         return False
-    return host in ("localhost", "::1") or host.startswith("127.")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def recorded_task(index: int, key: str, trace_records: Sequence[Mapping[str, Any]],
@@ -100,6 +111,9 @@ def recorded_task(index: int, key: str, trace_records: Sequence[Mapping[str, Any
         task.notes.append("no trace was recorded" + (f": {errors[0]}" if errors else ""))
         return task
     task.turns, stopped = turns_of_trace(trace_records[0])
+    task.notes += [f"call {number} failed upstream (status {turn['status']}): recorded as a "
+                   "status fault, which the replay meets too"
+                   for number, turn in enumerate(task.turns) if "fault" in turn]
     if stopped:
         task.notes.append(stopped)
     if len(trace_records) > 1:
@@ -122,8 +136,8 @@ def turns_of_trace(record: Mapping[str, Any]) -> tuple[list[dict[str, Any]], str
         if error:
             turns.append({"fault": Fault.STATUS.value, "status": _status_of(error)})
             continue
-        message = nodes[node].get("message") if isinstance(node, int) and 0 <= node < len(
-            nodes) else None
+        reply = nodes[node] if isinstance(node, int) and 0 <= node < len(nodes) else None
+        message = reply.get("message") if isinstance(reply, Mapping) else None
         if not isinstance(message, Mapping):
             return turns, f"call {number} has no reply (cancelled or timed out): not recorded"
         turns.append(_turn_of(message))
@@ -217,7 +231,7 @@ def cassette_text(tasks: Sequence[RecordedTask], *, env_id: str, base_url: str,
                   model: str) -> str:
     """The cassette as a script file; it is parsed back before it is returned, so a file
     `vfcheck record` writes always loads."""
-    host = httpx.URL(base_url).netloc.decode("ascii", "replace").rpartition("@")[2]
+    host = cassette_host(base_url)
     lines = [
         f"# vfcheck cassette of env {env_id}: replies of model {model} at {host},",
         "# written by `vfcheck record` (secrets scrubbed). Replay it offline with",
@@ -244,6 +258,11 @@ def cassette_text(tasks: Sequence[RecordedTask], *, env_id: str, base_url: str,
     except ScriptError as error:  # a bug of this module, not of the user's input
         raise RecordError(f"the recorded cassette does not load back: {error}") from None
     return text
+
+
+def cassette_host(base_url: str) -> str:
+    """The endpoint as the cassette and messages name it: `host:port`, no credentials."""
+    return httpx.URL(base_url).netloc.decode("ascii", "replace").rpartition("@")[2]
 
 
 def _toml(value: Any) -> str:
@@ -286,7 +305,7 @@ class Recording:
     env_id: str
     tasks: list[RecordedTask]
     text: str
-    tiers: list[Any]
+    tiers: list[RoleTier]
 
 
 async def record(
@@ -296,14 +315,14 @@ async def record(
     api_key_var: str = DEFAULT_API_KEY_VAR,
     model_name: str | None = None,
     num_tasks: int,
-    harness: Any = "fast",
+    harness: HarnessTier = "fast",
     env_args: Mapping[str, Any] | None = None,
     paths: Sequence[str] = (),
     wheels: str | None = None,
     timeout: float | None = 300.0,
     concurrency: int = 4,
     on_start: Callable[[int], None] | None = None,
-    on_result: Callable[[Any], None] | None = None,
+    on_result: Callable[[EpisodeResult], None] | None = None,
 ) -> Recording:
     """Play one episode of each of the first `num_tasks` tasks against `base_url` with the
     ordinary runner and turn their traces into a cassette (scrubbed). Raises `RecordError`
@@ -324,9 +343,12 @@ async def record(
         task.turns = scrub_turns(task.turns, [key])
         task.notes = [scrub_text(note, [key]) for note in task.notes + placeholder_notes(task)]
         tasks.append(task)
-    if not any(task.turns for task in tasks):
-        why = next((note for task in tasks for note in task.notes), "no episode was played")
-        raise RecordError(f"env {env_id!r}: no model reply was recorded from {base_url} ({why})")
+    if not any("fault" not in turn for task in tasks for turn in task.turns):
+        errors = [error for result in summary.results for error in result.errors()]
+        why = scrub_text(errors[0], [key]) if errors else next(
+            (note for task in tasks for note in task.notes), "no episode was played")
+        raise RecordError(f"env {env_id!r}: no model reply was recorded from "
+                          f"{cassette_host(base_url)} ({why})")
     text = cassette_text(tasks, env_id=env_id, base_url=base_url,
-                         model=model_name or REAL_MODEL_DEFAULT)
+                         model=scrub_text(model_name or REAL_MODEL_DEFAULT, [key]))
     return Recording(env_id, tasks, text, summary.tiers)
