@@ -62,6 +62,8 @@ def test_a_new_table_is_appended_and_the_module_folder_found(tmp_path: Path) -> 
     assert made.pyproject_text == (
         '[project]\nname = "pkg"\n\n[tool.vfcheck]\nenvs = ["owner/my-env@1.0"]\n'
         'paths = ["src"]\n')
+    given = plan_init(root, ["my-env"], [str(root / "src")], lambda: root / "golden")
+    assert given.paths == ["src"]  # a path inside the package is written relative to it
     installed = package(tmp_path / "b", '[project]\nname = "pkg"\n', module=None)
     made = plan_init(installed, ["my-env"], [], lambda: installed / "golden")
     assert made.paths == []  # an installed module needs no path

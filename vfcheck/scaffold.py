@@ -115,6 +115,18 @@ def module_folder(root: Path, env_id: str) -> str | None:
     return None
 
 
+def _relative(root: Path, path: str) -> str:
+    """`path` as pyproject.toml should hold it: relative to the package when inside it (a
+    path of this machine must not land in a file the package commits)."""
+    given = Path(path)
+    if not given.is_absolute():
+        return path
+    try:
+        return given.resolve().relative_to(root.resolve()).as_posix() or "."
+    except ValueError:
+        return path
+
+
 def plan_init(root: Path, envs: Sequence[str], paths: Sequence[str],
               golden_dir: Callable[[], Path]) -> InitPlan:
     """Decide everything, write nothing; raises `InitError` on a conflict. `golden_dir`
@@ -140,7 +152,7 @@ def plan_init(root: Path, envs: Sequence[str], paths: Sequence[str],
                             "[project] name to take it from)", usage=True)
         wanted_envs = [name]
         notes.append(f"env {name!r}: the project's name (name others: vfcheck init ENV...)")
-    wanted_paths = list(paths)
+    wanted_paths = [_relative(root, path) for path in paths]
     if not wanted_paths and "paths" not in section:
         found = {folder for env in wanted_envs if (folder := module_folder(root, env))}
         wanted_paths = sorted(found)
