@@ -239,10 +239,12 @@ async def test_a_scripted_model_answers_the_bound_task() -> None:
             "task 1 (key 'a'), turn 1: unknown field `answer` (allowed: reply, tool, arguments,",
         ),
         ("colour = 1\n",
-         "top level: unknown field `colour` (allowed: seed, judge, task, default, http)"),
+         "top level: unknown field `colour` (allowed: seed, judge, task, default, http, "
+         "fallback)"),
         (
             "[[task]]\nindex = 0\n[[task.turn]]\n",
-            "task 1 (index 0), turn 1: a turn needs one of `reply`, `tool` or `fault`, got none",
+            "task 1 (index 0), turn 1: a turn needs one of `reply`, `tool`, `calls` or `fault`, "
+            "got none",
         ),
         (
             '[[task]]\n[[task.turn]]\nreply = "x"\n',
@@ -257,8 +259,10 @@ async def test_a_scripted_model_answers_the_bound_task() -> None:
             "top level: task key 'k' is listed twice",
         ),
         (
-            '[[task]]\nindex = 0\n[[task.turn]]\nreply = "x"\ntool = "t"\n',
-            "a turn is one of `reply`, `tool` or `fault`, got reply and tool",
+            # `reply` may go with `tool` (a model's text beside its call), not with a fault
+            '[[task]]\nindex = 0\n[[task.turn]]\nreply = "x"\nfault = "cut"\n',
+            "a turn is one of `reply`, `tool`, `calls` or `fault` (`reply` may go with `tool` "
+            "or `calls`), got reply and fault",
         ),
         (
             '[[task]]\nindex = 0\n[[task.turn]]\nfault = "explode"\n',

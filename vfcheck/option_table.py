@@ -94,6 +94,9 @@ class Option:
     unit: str = ""
     """What a number counts (`seconds`), for messages."""
     repeat: bool = False
+    given_replaces: bool = False
+    """A repeated value given on the command line replaces pyproject.toml's instead of
+    adding to it (env ids: naming an env checks that env, not the project's too)."""
     path: PathRole = "any"
     missing: str = ""
     """The message for a `dir` that does not exist (`{path}` is replaced)."""
@@ -312,19 +315,20 @@ def _arg_text(value: Any) -> str:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("envs", "text", "env ids to check", default=[], repeat=True, positional=True,
-           metavar="ENV", pytest="--vf-env", scope="run"),
+    Option("envs", "text", "env ids to check", default=[], key="envs", repeat=True,
+           given_replaces=True, positional=True, metavar="ENV", pytest="--vf-env",
+           scope="run"),
     Option("env_args", "pairs",
            "env config value: dotted keys address the env config, bare keys the taskset "
            "(num_tasks=5); VALUE is JSON when it parses",
            default={}, key="env_args", cli=("--env-arg",), pytest="--vf-env-arg",
-           commands=("check", "run", "wheels"), metavar="KEY=VALUE", repeat=True),
+           commands=("check", "run", "record", "wheels"), metavar="KEY=VALUE", repeat=True),
     Option("paths", "path", "folder holding env modules, put on sys.path and PYTHONPATH",
            default=[], key="paths", cli=("--path",), pytest="--vf-path",
-           commands=("check", "run", "wheels"), metavar="DIR", repeat=True, path="dir"),
+           commands=("check", "run", "record", "wheels"), metavar="DIR", repeat=True, path="dir"),
     Option("num_tasks", "int", "tasks to load", shown_default="all (an infinite taskset "
            "needs it)", key="num_tasks", cli=("-n", "--num-tasks"), pytest="--vf-num-tasks",
-           commands=("check", "run"), metavar="N", minimum=1),
+           commands=("check", "run", "record"), metavar="N", minimum=1),
     Option("families", "list", "check families to run, comma-separated (exact names; load "
            "always runs)", shown_default="all", key="checks", key_aliases=("families",),
            cli=("--checks",), pytest="--vf-checks", metavar="A,B", choices_from=_families),
@@ -334,7 +338,7 @@ OPTIONS: tuple[Option, ...] = (
            cli=("--timeout",), pytest="--vf-timeout", metavar="S", above=0, unit="seconds"),
     Option("harness", "choice", "harness tier: the env's own harness, or vfcheck's "
            "in-process chat loop where it applies", default="fast", key="harness",
-           cli=("--harness",), pytest="--vf-harness", commands=("check", "run"),
+           cli=("--harness",), pytest="--vf-harness", commands=("check", "run", "record"),
            choices=("env", "fast")),
     Option("script", "path", "the user's script file (TOML)", shown_default="the default "
            "policy", key="script", cli=("--script",), pytest="--vf-script",
@@ -365,7 +369,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("wheels", "path", "folder of wheels the harness programs resolve their "
            "dependencies from, with no package index (fill it with: vfcheck wheels DIR ENV)",
            shown_default="the index", key="wheels", cli=("--wheels",), pytest="--vf-wheels",
-           commands=("check", "run"), metavar="DIR", path="dir",
+           commands=("check", "run", "record"), metavar="DIR", path="dir",
            missing="the wheel folder {path} does not exist (fill it with: vfcheck wheels "
                    "{path})"),
     Option("json", "path", "write the JSON report", cli=("--json",), pytest="--vf-json",

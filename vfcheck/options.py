@@ -203,8 +203,8 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
             current = getattr(target, option.name)
             if option.kind in ("pairs", "allows"):
                 parsed = {**current, **parsed}
-            elif option.repeat:  # the command line's first, then pyproject.toml's
-                parsed = list(dict.fromkeys([*parsed, *current]))
+            elif option.repeat and not (option.given_replaces and text):
+                parsed = list(dict.fromkeys([*parsed, *current]))  # the command line's first
             setattr(target, option.name, parsed)
         if option.name == "golden_dir":
             check.golden_dir_from = ("command line" if raw else

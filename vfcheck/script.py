@@ -31,9 +31,12 @@ The pytest plugin and the CLI both read it. It is TOML::
     status = 200                    # optional (default 200)
     json = { score = 1.0 }          # the body: `json = ...` or `text = "..."`
 
-A turn is exactly one of `reply`, `tool` or `fault`. `{last_tool_result}` (content of the
-last tool message) and `{last_user}` (text of the last user message) are replaced in `reply`
-and in the string values of `arguments`, never in `raw_arguments`.
+A turn is one of `reply`, `tool`, `calls` or `fault`; `reply` may also go with `tool` or
+`calls` (the text a model sends alongside its tool calls). `[[task.turn.calls]]` lists
+several tool calls of one turn, each with `tool` and `arguments` or `raw_arguments`.
+`{last_tool_result}` (content of the last tool message) and `{last_user}` (text of the last
+user message) are replaced in `reply` and in the string values of `arguments`, never in
+`raw_arguments`.
 
 Turn N is the session's Nth model request (a retry after a fault is the next turn). A listed
 task plays its turns, then the built-in default policy (call each env tool once, then answer
@@ -41,6 +44,11 @@ the last tool result or echo the user). An unlisted task plays the `[default]` t
 then the built-in default policy. `[[task.turn]]` always adds to the last `[[task]]` above
 it, even when a `[[default.turn]]` comes in between (TOML's rule). A task listed with no
 turns of its own (only `judge`, `judge_reply` or `oracle`) plays the `[default]` turns.
+
+`fallback = "error"` (top level; `vfcheck record` writes it into its cassettes): a request
+the script holds no turn for is answered with a 404 whose message names the task and the
+turn, instead of the default policy (`fallback = "default"`, the default): vcrpy's record
+mode `none`.
 
 Judge calls (env code calling a judge while it scores an episode: no `X-Session-ID`) never
 play turns: a listed task's `judge` or `judge_reply` answers them, else the top-level
@@ -53,7 +61,7 @@ import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails
@@ -65,13 +73,26 @@ from vfcheck.model import (
     Policy,
     Reply,
     TaskRef,
+    ToolCall,
     Verdict,
     default_reply,
     tool_policy,
 )
 from vfcheck.model.offline_http import HttpAnswer, http_answer
 
-__all__ = ["Script", "ScriptError", "ScriptHttp", "ScriptTask", "ScriptTurn", "ScriptTurns"]
+__all__ = [
+    "SCRIPT_MISS",
+    "Script",
+    "ScriptCall",
+    "ScriptError",
+    "ScriptHttp",
+    "ScriptTask",
+    "ScriptTurn",
+    "ScriptTurns",
+]
+
+SCRIPT_MISS = "the script holds no turn"
+"""How the message of a `fallback = "error"` miss starts (`vfcheck.cassette.misses`)."""
 
 _PLACEHOLDERS = ("{last_tool_result}", "{last_user}")
 
@@ -80,8 +101,28 @@ class ScriptError(Exception):
     """A script file that cannot be used; `str()` is one line naming the file and the problem."""
 
 
+class ScriptCall(BaseModel):
+    """One tool call of a `[[task.turn.calls]]` list (a turn of several calls)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str
+    arguments: dict[str, Any] | None = None
+    raw_arguments: str | None = None
+
+    @model_validator(mode="after")
+    def _one_argument_form(self) -> ScriptCall:
+        if self.arguments is not None and self.raw_arguments is not None:
+            raise ValueError("give `arguments` or `raw_arguments`, not both")
+        return self
+
+    def call_for(self, request: ModelRequest) -> ToolCall:
+        """The call, string arguments filled in from `request` (never `raw_arguments`)."""
+        return _tool_call(self.tool, self.arguments, self.raw_arguments, request)
+
+
 class ScriptTurn(BaseModel):
-    """One scripted model turn: a text reply, a tool call, or a fault."""
+    """One scripted model turn: a text reply, tool calls (with or without text), or a fault."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -89,19 +130,24 @@ class ScriptTurn(BaseModel):
     tool: str | None = None
     arguments: dict[str, Any] | None = None
     raw_arguments: str | None = None
+    calls: list[ScriptCall] | None = None
     fault: Fault | None = None
     status: int | None = None
     size: int | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _one_action(self) -> ScriptTurn:
-        actions = [name for name in ("reply", "tool", "fault") if getattr(self, name) is not None]
+        actions = [name for name in ("reply", "tool", "calls", "fault")
+                   if getattr(self, name) is not None]
         if not actions:
-            raise ValueError("a turn needs one of `reply`, `tool` or `fault`, got none")
-        if len(actions) > 1:
+            raise ValueError("a turn needs one of `reply`, `tool`, `calls` or `fault`, got none")
+        if len(actions) > 1 and actions not in (["reply", "tool"], ["reply", "calls"]):
             raise ValueError(
-                f"a turn is one of `reply`, `tool` or `fault`, got {' and '.join(actions)}"
+                f"a turn is one of `reply`, `tool`, `calls` or `fault` (`reply` may go with "
+                f"`tool` or `calls`), got {' and '.join(actions)}"
             )
+        if self.calls is not None and not self.calls:
+            raise ValueError("`calls` needs at least one call")
         if self.tool is None and (self.arguments is not None or self.raw_arguments is not None):
             raise ValueError("`arguments` and `raw_arguments` go with `tool`")
         if self.arguments is not None and self.raw_arguments is not None:
@@ -123,12 +169,15 @@ class ScriptTurn(BaseModel):
                 status=500 if self.status is None else self.status,
                 size=HUGE_REPLY_CHARS if self.size is None else self.size,
             )
+        content = None if self.reply is None else _fill(self.reply, request)
         if self.tool is not None:
-            if self.raw_arguments is not None:
-                return Reply.tool(self.tool, self.raw_arguments)
-            return Reply.tool(self.tool, _fill_values(self.arguments or {}, request))
-        assert self.reply is not None  # the validator guarantees one action
-        return Reply.text(_fill(self.reply, request))
+            call = _tool_call(self.tool, self.arguments, self.raw_arguments, request)
+            return Reply(content=content, tool_calls=(call,))
+        if self.calls is not None:
+            return Reply(content=content,
+                         tool_calls=tuple(call.call_for(request) for call in self.calls))
+        assert content is not None  # the validator guarantees one action
+        return Reply.text(content)
 
 
 class ScriptTurns(BaseModel):
@@ -208,6 +257,9 @@ class Script(BaseModel):
     task: list[ScriptTask] = Field(default_factory=list)
     default: ScriptTurns | None = None
     http: list[ScriptHttp] = Field(default_factory=list)
+    fallback: Literal["default", "error"] = "default"
+    """Who answers a request the script holds no turn for: the default policy, or a 404
+    naming the task and the turn (a cassette's strict replay)."""
 
     @model_validator(mode="after")
     def _tasks_listed_once(self) -> Script:
@@ -306,9 +358,32 @@ class Script(BaseModel):
             turns = self.turns_for(request.task)
             if turns is not None and request.turn < len(turns):
                 return turns[request.turn].reply_for(request)
+            if self.fallback == "error":
+                return Reply.fault(Fault.STATUS, status=404, message=_miss(request, turns))
             return fallback(request)
 
         return scripted
+
+
+def _miss(request: ModelRequest, turns: Sequence[ScriptTurn] | None) -> str:
+    """One line naming the task and the turn a `fallback = "error"` script does not hold."""
+    task = request.task
+    if task is None:
+        named = "an unbound session (no task)"
+    else:
+        named = f"task {task.key!r}" if task.key is not None else "task"
+        named += f" (index {task.index})" if task.index is not None else ""
+    count = len(turns) if turns else 0
+    held = f"it holds {count or 'no'} turn{'' if count == 1 else 's'} of it"
+    return (f"{SCRIPT_MISS} {request.turn} of {named} ({held}): record it again "
+            f"(vfcheck record), or set fallback = \"default\" in the script")
+
+
+def _tool_call(name: str, arguments: dict[str, Any] | None, raw_arguments: str | None,
+               request: ModelRequest) -> ToolCall:
+    if raw_arguments is not None:
+        return ToolCall(name, raw_arguments)
+    return Reply.tool(name, _fill_values(arguments or {}, request)).tool_calls[0]
 
 
 def _fill(text: str, request: ModelRequest) -> str:
@@ -339,6 +414,7 @@ _FIELDS_BY_TABLE: dict[str, type[BaseModel]] = {
     "default": ScriptTurns,
     "turn": ScriptTurn,
     "http": ScriptHttp,
+    "calls": ScriptCall,
 }
 
 

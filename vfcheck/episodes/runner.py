@@ -41,6 +41,10 @@ HARNESS_ID = "vfcheck-chat"
 """verifiers' in-house chat loops; a role on one of these has no harness of the env's own."""
 
 
+REAL_MODEL_DEFAULT = "gpt-4.1-mini"
+"""The model name sent to a real `base_url` when none is given."""
+
+
 class EnvLoadError(Exception):
     """The env could not be loaded: one line saying what and where (the `load` finding)."""
 
@@ -313,7 +317,7 @@ class EnvRunner:
         else:
             model = None
             ctx = vf.ModelContext(
-                model=model_name or "gpt-4.1-mini",
+                model=model_name or REAL_MODEL_DEFAULT,
                 client=vf.EvalClientConfig(base_url=base_url, api_key_var=api_key_var),
             )
         with mock:
@@ -461,6 +465,8 @@ async def run_episodes(
     env_args: Mapping[str, Any] | None = None,
     model: Any | None = None,
     base_url: str | None = None,
+    api_key_var: str = "OPENAI_API_KEY",
+    model_name: str | None = None,
     timeout: float | None = 300.0,
     paths: Sequence[str] = (),
     output: Path | None = None,
@@ -473,10 +479,11 @@ async def run_episodes(
     a time. With `output`, each episode's JSON line is appended (and flushed) as soon as
     it finishes, so an interrupted run keeps every finished episode. An episode whose
     harness program could not resolve its dependencies keeps that as its runner error.
-    `on_tasks` sees the loaded tasks before any is played (and may raise to stop)."""
+    `on_tasks` sees the loaded tasks before any is played (and may raise to stop). With a
+    real `base_url`, the key is read from `$api_key_var` and `model_name` is sent."""
     async with EnvRunner.open(
         env_id, env_args=env_args, harness=harness, model=model, base_url=base_url, paths=paths,
-        wheels=wheels,
+        wheels=wheels, api_key_var=api_key_var, model_name=model_name,
     ) as runner:
         tasks = load_tasks(runner.env, num_tasks)
         if on_tasks is not None:

@@ -1,5 +1,5 @@
 """The `vfcheck` command: `check` (the check front end), `run`, `library`, `list-checks`,
-`wheels`, `mock-server`; thin over the library. Exit codes are `vfcheck.exits`'.
+`wheels`, `mock-server`, `record`, `init`; thin over the library. Exit codes are `vfcheck.exits`'.
 """
 
 from __future__ import annotations
@@ -94,6 +94,33 @@ def build_parser() -> argparse.ArgumentParser:
                              "program is always in)")
     add_cli_options(wheels, "wheels")
 
+    record = sub.add_parser(
+        "record", help="play an env against a real endpoint and write the replies as a script "
+                       "(a cassette) that --script replays offline")
+    record.add_argument("env", help="env id, e.g. vfc-echo")
+    record.add_argument("--base-url", required=True,
+                        help="the OpenAI-compatible endpoint to record from")
+    record.add_argument("--api-key-var", default="OPENAI_API_KEY",
+                        help="env var holding its API key (default OPENAI_API_KEY; a "
+                             "loopback endpoint may do without)")
+    record.add_argument("--model", help="model name sent upstream")
+    record.add_argument("-c", "--concurrency", type=bounded(int, 1), default=4,
+                        help="episodes at once")
+    record.add_argument("--timeout", type=bounded(float, 0.1), default=300.0,
+                        help="deadline per episode, seconds (default 300)")
+    record.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
+                        help="the cassette to write (a script file, TOML)")
+    add_cli_options(record, "record")
+
+    init = sub.add_parser(
+        "init", help="add vfcheck to the env package in this folder: [tool.vfcheck], a CI "
+                     "workflow, golden traces")
+    init.add_argument("envs", nargs="*", metavar="ENV",
+                      help="env ids (default: [tool.vfcheck] envs, else the project's name)")
+    init.add_argument("--path", action="append", default=[], metavar="DIR", dest="init_paths",
+                      help="folder holding the env modules, relative to the package "
+                           "(default: . or src if the module is there)")
+
     mock = sub.add_parser("mock-server", help="serve the scripted model on 127.0.0.1")
     mock.add_argument("--port", type=bounded(int, 0, 65535), default=8000,
                       help="port on 127.0.0.1 (0: a free one; default 8000)")
@@ -128,6 +155,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+    from vfcheck.cassette import misses
     from vfcheck.episodes.runner import EnvLoadError, EpisodeResult, run_episodes
     from vfcheck.frontends.run_report import episode_table
     from vfcheck.isolation.workdirs import owned
@@ -178,7 +206,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 args.env, num_tasks=options.num_tasks, rollouts=args.rollouts,
                 concurrency=args.concurrency, harness=options.harness,
                 env_args=options.env_args, model=model, base_url=args.base_url,
-                timeout=args.timeout, paths=options.paths, output=output,
+                api_key_var=args.api_key_var, model_name=args.model, timeout=args.timeout,
+                paths=options.paths, output=output,
                 wheels=options.wheels, on_start=started, on_result=finished,
                 on_tasks=follows_script,
             ))
@@ -195,6 +224,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     failed = [r.runner_error for r in summary.results if r.runner_error]
     for error in dict.fromkeys(failed):  # one line each, never wrapped
         print(f"vfcheck: {failed.count(error)} episode(s): {error}", file=sys.stderr)
+    missed = [] if model is None else misses(model.requests)  # a cassette's unheld turns
+    for miss in missed:
+        print(f"vfcheck: {miss}", file=sys.stderr)
     errored = [r.errors() for r in summary.results]
     if summary.results and all(errored):  # e.g. --base-url at a port nothing listens on
         first = errored[0][0]
@@ -202,7 +234,74 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"vfcheck: every episode ({len(errored)}) recorded an error{where}; the first: "
               f"{' '.join(first.split())[:300]}", file=sys.stderr)
         return EXIT_FAILED
-    return EXIT_FAILED if failed else EXIT_OK
+    return EXIT_FAILED if failed or missed else EXIT_OK
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    """Record a cassette (`vfcheck.cassette`): the first `-n` tasks (default: the tasks a
+    check run samples, `[tool.vfcheck] sample` or 3) against `--base-url`, written to `-o`.
+    It reads `[tool.vfcheck]` as `vfcheck check` does (paths, env args, harness)."""
+    from rich.console import Console
+
+    from vfcheck.cassette import ApiKeyMissing, RecordError, record, write_cassette
+    from vfcheck.episodes.runner import EnvLoadError
+    from vfcheck.isolation.workdirs import owned
+
+    console = Console(stderr=True)
+    options = resolved(args).check
+    num_tasks = options.sample  # what a check run plays; a pyproject's `num_tasks` is what
+    if args.num_tasks is not None and options.num_tasks is not None:  # it loads: not it
+        num_tasks = options.num_tasks
+    try:
+        with owned():  # HOME: a work dir of this run's own, as `vfcheck run`
+            recording = asyncio.run(record(
+                args.env, base_url=args.base_url, api_key_var=args.api_key_var,
+                model_name=args.model, num_tasks=num_tasks, harness=options.harness,
+                env_args=options.env_args, paths=options.paths, wheels=options.wheels,
+                timeout=args.timeout, concurrency=args.concurrency,
+            ))
+    except (EnvLoadError, RecordError) as e:
+        print(f"vfcheck: {e}", file=sys.stderr)  # one line, never wrapped
+        return EXIT_USAGE if isinstance(e, ApiKeyMissing) else EXIT_FAILED
+    write_cassette(args.output, recording.text)
+    for tier in recording.tiers:
+        console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})",
+                      highlight=False, markup=False)
+    for task in recording.tasks:
+        console.print(f"  [{task.index}] {task.key}: {len(task.turns)} turn(s)",
+                      highlight=False, markup=False)
+        for note in task.notes:
+            print(f"vfcheck: task {task.key!r}: {note}", file=sys.stderr)
+    recorded = sum(1 for task in recording.tasks if task.turns)
+    console.print(f"cassette: {args.output} ({recorded} task(s)); replay it offline: "
+                  f"vfcheck check {args.env} --script {args.output}",
+                  highlight=False, markup=False, soft_wrap=True)
+    return EXIT_OK
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """`vfcheck.scaffold`: plan (refusing conflicts, writing nothing), then carry it out."""
+    from vfcheck.options import resolve
+    from vfcheck.scaffold import InitError, init_package, plan_init
+
+    root = Path.cwd()
+    try:
+        plan = plan_init(root, args.envs, args.init_paths,
+                         lambda: Path(resolve(root).check.golden_dir))
+    except InitError as e:
+        print(f"vfcheck: init: {e}", file=sys.stderr)
+        return EXIT_USAGE if e.usage else EXIT_FAILED
+    if not plan.changes:
+        init_package(plan, echo=print)
+        print("nothing to change: vfcheck is set up here. Run: "
+              f"pytest {' '.join('--vf-env ' + env for env in plan.envs)}")
+        return EXIT_OK
+    if not init_package(plan, echo=print):
+        return EXIT_FAILED
+    print(f"next: pytest {' '.join('--vf-env ' + env for env in plan.envs)}  (or: vfcheck "
+          "check); then commit pyproject.toml, .github/workflows/vfcheck.yml and the golden "
+          "traces")
+    return EXIT_OK
 
 
 def cmd_mock_server(args: argparse.Namespace) -> int:
@@ -236,8 +335,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         return _conclude(console, graded, run, seed=None, verifiers=None)
     if not run.envs:
-        print("vfcheck: error: name at least one env (or --from-validate RUN_DIR)",
-              file=sys.stderr)
+        print("vfcheck: error: name at least one env (or set envs in [tool.vfcheck], or give "
+              "--from-validate RUN_DIR)", file=sys.stderr)
         return EXIT_USAGE
     with CheckRun(run.envs, options, run, front="cli") as check_run:
         for line in check_run.header():
@@ -378,7 +477,8 @@ def cmd_wheels(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "check": cmd_check, "library": cmd_library,
-            "list-checks": cmd_list_checks, "mock-server": cmd_mock_server,
+            "list-checks": cmd_list_checks, "mock-server": cmd_mock_server, "record": cmd_record,
+            "init": cmd_init,
             "wheels": cmd_wheels}
 
 

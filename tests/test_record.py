@@ -1,0 +1,325 @@
+"""`vfcheck record`: cassettes of real replies, scrubbed, replayed offline (`vfcheck.cassette`).
+
+The end-to-end tests record from `vfcheck mock-server` serving a script of its own (every
+reply says SERVER), in another process on a free port, so what the cassette holds provably
+came from the endpoint; the replays then run with no endpoint at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vfcheck.cassette import (
+    ApiKeyMissing,
+    RecordedTask,
+    api_key_for,
+    cassette_text,
+    misses,
+    recorded_task,
+    scrub_turns,
+)
+from vfcheck.model import SESSION_ID_HEADER, ScriptedModel, TaskRef
+from vfcheck.script import Script
+
+API_KEY = "hunter2-the-endpoint-key-0123"
+TOKEN = "sk-proj-ABCDEFGHIJKLMNOP0123456789"
+SERVER_SCRIPT = f"""
+[[default.turn]]
+reply = "SERVER: {{last_user}} Bearer abc.def-123456 {TOKEN}"
+"""
+TOOL_SERVER_SCRIPT = """
+[[default.turn]]
+reply = "SERVER adds"
+tool = "calc_add"
+arguments = { a = 2, b = 3 }
+[[default.turn]]
+reply = "SERVER says {last_tool_result}"
+"""
+
+
+def vfcheck(*args: str, cwd: Path, env: dict[str, str] | None = None,
+            timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "vfcheck", *args], cwd=cwd, capture_output=True, text=True,
+        timeout=timeout, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
+    )
+
+
+# ------------------------------------------------------------------ traces -> turns
+
+
+def trace_record(*messages: dict[str, Any], errors: dict[int, Any] | None = None) -> dict[str, Any]:
+    """A `Trace.to_record()`-shaped dump: a user prompt, then one call per reply (a call in
+    `errors` failed and has no node)."""
+    nodes: list[dict[str, Any]] = [{"message": {"role": "user", "content": "hi"}}]
+    calls: list[dict[str, Any]] = []
+    for number, message in enumerate(messages):
+        if errors and number in errors:
+            calls.append({"node": None, "error": errors[number]})
+            continue
+        nodes.append({"message": {"role": "assistant", **message}, "sampled": True})
+        calls.append({"node": len(nodes) - 1, "error": None})
+    return {"nodes": nodes, "calls": calls}
+
+
+def test_a_trace_becomes_turns_in_call_order() -> None:
+    record = trace_record(
+        {"content": None, "tool_calls": [{"id": "c1", "name": "calc_add",
+                                          "arguments": '{"a": 2, "b": 3}'}]},
+        {"content": "both", "tool_calls": [{"name": "x", "arguments": "{}"},
+                                           {"name": "y", "arguments": "{bad"}]},
+        {},
+        {"content": "5"},
+        errors={2: {"type": "ProviderError", "message": "upstream 503", "status_code": 503}},
+    )
+    task = recorded_task(0, "k", [record])
+    assert task.turns == [
+        {"tool": "calc_add", "raw_arguments": '{"a": 2, "b": 3}'},
+        {"reply": "both", "calls": [{"tool": "x", "raw_arguments": "{}"},
+                                    {"tool": "y", "raw_arguments": "{bad"}]},
+        {"fault": "status", "status": 503},
+        {"reply": "5"},
+    ]
+    assert task.notes == ["call 2 failed upstream (status 503): recorded as a status fault, "
+                          "which the replay meets too"]
+
+
+def test_a_call_with_no_reply_ends_the_turns_and_several_agents_are_noted() -> None:
+    record = trace_record({"content": "one"})
+    record["calls"].append({"node": None, "error": None})
+    task = recorded_task(1, "k", [record, trace_record({"content": "other agent"})])
+    assert task.turns == [{"reply": "one"}]
+    assert any("call 1 has no reply" in note for note in task.notes)
+    assert any("2 traces" in note for note in task.notes)
+
+
+def test_secrets_never_reach_the_cassette() -> None:
+    turns = [
+        {"reply": f"key {API_KEY} and Authorization: Bearer abc.def-123 and {TOKEN}"},
+        {"tool": "login", "raw_arguments": json.dumps({"user": "me", "api_key": "plain-value",
+                                                       "note": f"uses {API_KEY}"})},
+        {"calls": [{"tool": "t", "raw_arguments": f'{{"password": "pw-1234", "x": "{TOKEN}"}}'}]},
+    ]
+    scrubbed = scrub_turns(turns, [API_KEY, None, ""])
+    text = cassette_text([RecordedTask(0, "k", scrubbed)], env_id="e",
+                         base_url="https://user:pass@api.example.com/v1?key=zzz", model="m")
+    for secret in (API_KEY, TOKEN, "abc.def-123", "plain-value", "pw-1234", "user:pass", "zzz"):
+        assert secret not in text
+    assert "<secret>" in text and "api.example.com" in text
+    loaded = Script.from_toml(text)
+    assert json.loads(loaded.task[0].turn[1].raw_arguments or "")["user"] == "me"
+
+
+def test_the_api_key_is_needed_for_a_remote_endpoint_only() -> None:
+    with pytest.raises(ApiKeyMissing, match=r"^\$MY_KEY is not set: .*--api-key-var"):
+        api_key_for("MY_KEY", "https://api.example.com/v1", environ={})
+    assert api_key_for("MY_KEY", "http://127.0.0.1:8000/v1", environ={}) is None
+    assert api_key_for("MY_KEY", "http://localhost:8000/v1", environ={"MY_KEY": "v"}) == "v"
+
+
+# ------------------------------------------------------------------ replay
+
+
+async def ask(model: ScriptedModel, session: str, user: str = "hi") -> dict[str, Any]:
+    body = json.dumps({"messages": [{"role": "user", "content": user}]}).encode()
+    wire = await model.handle("POST", "/v1/chat/completions", {SESSION_ID_HEADER: session}, body)
+    assert isinstance(wire.body, bytes)
+    return {"status": wire.status, "body": json.loads(wire.body)}
+
+
+async def test_a_cassette_gives_the_recorded_turns_back_and_a_miss_names_task_and_turn() -> None:
+    turns = [{"reply": "text with {braces} kept"},
+             {"reply": "adding", "tool": "calc_add", "raw_arguments": '{"a": 1}'}]
+    text = cassette_text([RecordedTask(0, "task-a", turns)], env_id="e",
+                         base_url="http://127.0.0.1:1/v1", model="m")
+    model = ScriptedModel(Script.from_toml(text).policy())
+    model.bind("s-a", TaskRef(0, "task-a"))
+    model.bind("s-b", TaskRef(1, "task-b"))
+    first, second, third = [await ask(model, "s-a") for _ in range(3)]
+    assert first["body"]["choices"][0]["message"]["content"] == "text with {braces} kept"
+    message = second["body"]["choices"][0]["message"]
+    assert message["content"] == "adding"
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]] \
+        == [("calc_add", '{"a": 1}')]
+    assert third["status"] == 404
+    unlisted = await ask(model, "s-b")
+    assert unlisted["status"] == 404
+    assert misses(model.requests) == [
+        "the script holds no turn 2 of task 'task-a' (index 0) (it holds 2 turns of it): "
+        'record it again (vfcheck record), or set fallback = "default" in the script',
+        "the script holds no turn 0 of task 'task-b' (index 1) (it holds no turns of it): "
+        'record it again (vfcheck record), or set fallback = "default" in the script',
+    ]
+
+
+async def test_fallback_default_lets_the_default_policy_answer_a_miss() -> None:
+    text = cassette_text([RecordedTask(0, "task-a", [{"reply": "recorded"}])], env_id="e",
+                         base_url="http://127.0.0.1:1/v1", model="m")
+    text = text.replace('fallback = "error"', 'fallback = "default"')
+    model = ScriptedModel(Script.from_toml(text).policy())
+    model.bind("s-a", TaskRef(0, "task-a"))
+    replies = [(await ask(model, "s-a", "echo me"))["body"] for _ in range(2)]
+    assert [r["choices"][0]["message"]["content"] for r in replies] == ["recorded", "echo me"]
+    assert misses(model.requests) == []
+
+
+# ------------------------------------------------------------------ end to end
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Any]:
+    """`serve(script_text)`: `vfcheck mock-server --port 0` on that script, in another
+    process; returns its base URL. Stopped (SIGINT) at teardown."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start(text: str) -> str:
+        script = tmp_path / f"server-{len(started)}.toml"
+        script.write_text(text)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vfcheck", "mock-server", "--port", "0", "--script",
+             str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        started.append(proc)
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), (url, proc.stderr and proc.stderr.read())
+        return url
+
+    yield start
+    for proc in started:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=10)
+
+
+def assistant_turns(episodes: Path) -> dict[str, list[Any]]:
+    """Per task key, the assistant messages (content, tool call names) of its first trace."""
+    found: dict[str, list[Any]] = {}
+    for line in episodes.read_text().splitlines():
+        record = json.loads(line)
+        nodes = record["traces"][0]["trace"]["nodes"]
+        found[record["task"]["key"]] = [
+            (m["content"], [c["name"] for c in m.get("tool_calls") or []])
+            for m in (node["message"] for node in nodes) if m["role"] == "assistant"
+        ]
+    return found
+
+
+@pytest.mark.slow
+def test_record_from_a_server_then_replay_offline(
+    serve: Any, fixtures_dir: Path, tmp_path: Path
+) -> None:
+    url = serve(SERVER_SCRIPT)
+    key_env = {"VFC_RECORD_KEY": API_KEY}
+    echo, multi = tmp_path / "echo.toml", tmp_path / "multi.toml"
+    # vfc-echo in a project whose [tool.vfcheck] gives the path and the sample (2 tasks)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        f"[tool.vfcheck]\npaths = [{json.dumps(str(fixtures_dir))}]\nsample = 2\n")
+    for env_id, cassette, where, extra in (
+            ("vfc-echo", echo, project, []),
+            ("vfc-multiturn", multi, tmp_path, ["--path", str(fixtures_dir), "-n", "2"])):
+        done = vfcheck("record", env_id, "--base-url", url, "--api-key-var", "VFC_RECORD_KEY",
+                       *extra, "-o", str(cassette), cwd=where, env=key_env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert f"replay it offline: vfcheck check {env_id} --script {cassette}" in done.stderr
+        text = cassette.read_text()
+        assert API_KEY not in text and TOKEN not in text and "abc.def-123456" not in text
+    script = tomllib.loads(echo.read_text())
+    assert script["fallback"] == "error"
+    assert [t["key"] for t in script["task"]] == ["vfc-echo:hello world", "vfc-echo:ping"]
+    assert script["task"][0]["turn"] == [{
+        "reply": "SERVER: Answer directly without using tools or running code. Your reply must "
+                 "contain this exact phrase: hello world Bearer <secret> <secret>"}]
+    # multi-turn: the server's one scripted turn, then its default policy (the echo)
+    multi_turns = [t["turn"] for t in tomllib.loads(multi.read_text())["task"]]
+    assert multi_turns == [
+        [{"reply": "SERVER: hello world Bearer <secret> <secret>"}, {"reply": "goodbye world"}],
+        [{"reply": "SERVER: ping Bearer <secret> <secret>"}, {"reply": "pong"}],
+    ]
+
+    # replay with no endpoint: `vfcheck run` gives the recorded replies back ...
+    done = vfcheck("run", "vfc-multiturn", "--script", str(multi), "--path", str(fixtures_dir),
+                   "-o", "replay.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert assistant_turns(tmp_path / "replay.jsonl") == {
+        "vfc-multiturn:hello world|goodbye world": [
+            ("SERVER: hello world Bearer <secret> <secret>", []), ("goodbye world", [])],
+        "vfc-multiturn:ping|pong": [("SERVER: ping Bearer <secret> <secret>", []),
+                                    ("pong", [])],
+    }
+    # ... and golden traces hold them (`vfcheck check --golden-update`, then compare)
+    golden = tmp_path / "golden"
+    for extra in (["--golden-update"], ["--golden-strict"]):
+        done = vfcheck("check", "vfc-echo", "--script", str(echo), "--path", str(fixtures_dir),
+                       "--sample", "2", "--checks", "golden", "--golden-dir", str(golden),
+                       *extra, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    stored = (golden / "vfc-echo" / "vfc-echo_hello_world.json").read_text()
+    assert "SERVER: Answer directly" in stored and API_KEY not in stored
+
+    # a turn the cassette does not hold: one line naming the task and the turn, exit 1
+    multi.write_text(multi.read_text().replace("[[task.turn]]  # turn 1\nreply = 'pong'\n", ""))
+    done = vfcheck("run", "vfc-multiturn", "--script", str(multi), "--path", str(fixtures_dir),
+                   "-o", "miss.jsonl", cwd=tmp_path)
+    assert done.returncode == 1
+    assert ("vfcheck: the script holds no turn 1 of task 'vfc-multiturn:ping|pong' (index 1) "
+            "(it holds 1 turn of it)") in done.stderr
+
+
+@pytest.mark.slow
+def test_record_a_tool_env(serve: Any, fixtures_dir: Path, tmp_path: Path) -> None:
+    url = serve(TOOL_SERVER_SCRIPT)
+    cassette = tmp_path / "tool.toml"
+    done = vfcheck("record", "vfc-tool", "--base-url", url, "--path", str(fixtures_dir),
+                   "-n", "1", "-o", str(cassette), cwd=tmp_path, env={"OPENAI_API_KEY": ""})
+    assert done.returncode == 0, done.stderr[-2000:]
+    (task,) = tomllib.loads(cassette.read_text())["task"]
+    assert task["turn"] == [
+        {"reply": "SERVER adds", "tool": "calc_add", "raw_arguments": '{"a":2,"b":3}'},
+        {"reply": "SERVER says 5 [calc-9d2]"},
+    ]
+    done = vfcheck("run", "vfc-tool", "--script", str(cassette), "--path", str(fixtures_dir),
+                   "-n", "1", "-o", "replay.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert assistant_turns(tmp_path / "replay.jsonl") == {
+        "vfc-tool:2+3": [("SERVER adds", ["calc_add"]), ("SERVER says 5 [calc-9d2]", [])]}
+    line = json.loads((tmp_path / "replay.jsonl").read_text())
+    assert line["reward"] == 1.0  # the tool really ran on the replayed call
+
+
+@pytest.mark.slow
+def test_an_endpoint_that_only_fails_records_nothing(
+    serve: Any, fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """A wrong key (every call a 401) must not leave a cassette of faults behind."""
+    url = serve('[[default.turn]]\nfault = "status"\nstatus = 401\n')
+    done = vfcheck("record", "vfc-echo", "--base-url", url, "--path", str(fixtures_dir),
+                   "-n", "1", "-o", "c.toml", cwd=tmp_path, env={"OPENAI_API_KEY": API_KEY})
+    assert done.returncode == 1
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("vfcheck:")]
+    assert line.startswith(f"vfcheck: env 'vfc-echo': no model reply was recorded from "
+                           f"{url.split('//')[1].split('/')[0]} (")
+    assert "401" in line and API_KEY not in done.stderr
+    assert not (tmp_path / "c.toml").exists()
+
+
+def test_record_needs_the_key_of_a_remote_endpoint(tmp_path: Path) -> None:
+    done = vfcheck("record", "vfc-echo", "--base-url", "https://api.example.invalid/v1",
+                   "--api-key-var", "VFC_NO_SUCH_KEY", "-o", "c.toml", cwd=tmp_path,
+                   env={"VFC_NO_SUCH_KEY": ""})
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "vfcheck: $VFC_NO_SUCH_KEY is not set: export the endpoint's API key in it, or name "
+        "another variable with --api-key-var VAR (a loopback endpoint needs none)"]
+    assert not (tmp_path / "c.toml").exists()

@@ -1,0 +1,269 @@
+"""`vfcheck init`: add vfcheck to an env package, in its folder, without touching what the
+user wrote.
+
+Three steps, each idempotent (a second run changes nothing and says so) and each refusing to
+overwrite: `[tool.vfcheck]` in `pyproject.toml` (the envs and the module folder, added as
+text so the user's formatting and comments stay; a key already there with another value is
+a refusal), the CI workflow `.github/workflows/vfcheck.yml` (an existing different file is a
+refusal), and the envs' golden traces, recorded by `vfcheck check --checks golden
+--golden-update` (an env with golden traces already keeps them). Conflicts are found before
+anything is written: a refused init writes nothing.
+
+No TOML writer is needed (none is in vfcheck's dependencies): the keys are appended to the
+table's header line or as a new table, and the result is parsed back and compared with what
+was meant before it is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["WORKFLOW", "WORKFLOW_PATH", "InitError", "InitPlan", "init_package", "plan_init"]
+
+WORKFLOW_PATH = Path(".github", "workflows", "vfcheck.yml")
+WORKFLOW = """\
+# vfcheck's conformance checks of this package's envs (written by `vfcheck init`).
+# The envs and paths come from [tool.vfcheck] in pyproject.toml; golden traces from golden/.
+name: vfcheck
+on:
+  push:
+  pull_request:
+jobs:
+  vfcheck:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - name: Install the package and vfcheck
+        run: pip install -e . vfcheck
+      - name: Check the envs
+        run: >-
+          vfcheck check --golden-strict
+          --junit-xml vfcheck.xml --json vfcheck.json --html vfcheck.html
+      - name: Upload the report
+        if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: vfcheck-report
+          path: |
+            vfcheck.html
+            vfcheck.json
+            vfcheck.xml
+"""
+"""The workflow: `vfcheck check` reads the envs from pyproject.toml, fails on a missing
+golden trace (`--golden-strict`: they were recorded), and the reports are uploaded even
+when it fails."""
+
+_HEADER = re.compile(r"^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*vfcheck[ \t]*\][ \t]*(#.*)?$",
+                     re.MULTILINE)
+
+
+class InitError(Exception):
+    """init cannot run here or refuses to overwrite; `str()` is one line saying why and what
+    to do. `usage` is True for a usage error (exit 2), False for a refusal (exit 1)."""
+
+    def __init__(self, message: str, *, usage: bool = False) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+@dataclass
+class InitPlan:
+    """What `init` will do in `root`: the new pyproject text (None: unchanged), whether the
+    workflow is written, and which envs get golden traces recorded."""
+
+    root: Path
+    envs: list[str]
+    paths: list[str]
+    pyproject_text: str | None
+    workflow: bool
+    golden: Path
+    record: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    """Envs whose golden traces exist (kept as they are)."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changes(self) -> bool:
+        return self.pyproject_text is not None or self.workflow or bool(self.record)
+
+
+def module_of(env_id: str) -> str:
+    """The module verifiers' loader imports for `env_id` (`utils/loaders.py`): `owner/` and
+    `@version` stripped, `-` -> `_`."""
+    return env_id.rpartition("/")[2].partition("@")[0].replace("-", "_")
+
+
+def module_folder(root: Path, env_id: str) -> str | None:
+    """The folder below `root` (`.` or `src`) holding `env_id`'s module, if it is there."""
+    name = module_of(env_id)
+    for folder in (".", "src"):
+        base = root / folder
+        if (base / f"{name}.py").is_file() or (base / name / "__init__.py").is_file():
+            return folder
+    return None
+
+
+def _relative(root: Path, path: str) -> str:
+    """`path` as pyproject.toml should hold it: relative to the package when inside it (a
+    path of this machine must not land in a file the package commits)."""
+    given = Path(path)
+    if not given.is_absolute():
+        return path
+    try:
+        return given.resolve().relative_to(root.resolve()).as_posix() or "."
+    except ValueError:
+        return path
+
+
+def plan_init(root: Path, envs: Sequence[str], paths: Sequence[str],
+              golden_dir: Callable[[], Path]) -> InitPlan:
+    """Decide everything, write nothing; raises `InitError` on a conflict. `golden_dir`
+    gives the project's golden folder (asked once the settings are known)."""
+    pyproject = root / "pyproject.toml"
+    if not pyproject.is_file():
+        raise InitError(f"no pyproject.toml in {root}: run vfcheck init in the env package's "
+                        "folder", usage=True)
+    text = pyproject.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise InitError(f"{pyproject.name}: invalid TOML: {error}", usage=True) from None
+    section = data.get("tool", {}).get("vfcheck", {})
+    if not isinstance(section, dict):
+        raise InitError(f"{pyproject.name}: tool.vfcheck is not a table", usage=True)
+    notes: list[str] = []
+    wanted_envs = list(envs) or list(section.get("envs") or [])
+    if not wanted_envs:
+        name = data.get("project", {}).get("name")
+        if not isinstance(name, str) or not name:
+            raise InitError("name the env(s): vfcheck init ENV (pyproject.toml has no "
+                            "[project] name to take it from)", usage=True)
+        wanted_envs = [name]
+        notes.append(f"env {name!r}: the project's name (name others: vfcheck init ENV...)")
+    wanted_paths = [_relative(root, path) for path in paths]
+    if not wanted_paths and "paths" not in section:
+        found = {folder for env in wanted_envs if (folder := module_folder(root, env))}
+        wanted_paths = sorted(found)
+    wanted: dict[str, list[str]] = {"envs": wanted_envs}
+    if wanted_paths:
+        wanted["paths"] = wanted_paths
+    missing = {}
+    for key, value in wanted.items():
+        present = section.get(key)
+        if present is None:
+            missing[key] = value
+        elif present != value:
+            raise InitError(
+                f"{pyproject.name}: [tool.vfcheck] {key} = {json.dumps(present)} already, not "
+                f"{json.dumps(value)}: init does not overwrite it (edit it yourself, or run "
+                f"vfcheck init {' '.join(map(shlex.quote, map(str, present)))}"
+                + (" with its --path" if key == "paths" else "") + ")")
+    new_text = _with_keys(text, data, missing, pyproject.name) if missing else None
+
+    workflow = root / WORKFLOW_PATH
+    write_workflow = True
+    if workflow.exists():
+        if workflow.read_text(encoding="utf-8") != WORKFLOW:
+            raise InitError(f"{WORKFLOW_PATH} exists and is not vfcheck init's: init does not "
+                            "overwrite it (move it away to get init's, or add the vfcheck check "
+                            "step to it yourself)")
+        write_workflow = False
+
+    golden = golden_dir()
+    record: list[str] = []
+    kept: list[str] = []
+    for env in wanted_envs:
+        (kept if any((golden / env).glob("*.json")) else record).append(env)
+    return InitPlan(root, wanted_envs, wanted.get("paths", []), new_text, write_workflow,
+                    golden, record, kept, notes)
+
+
+def _with_keys(text: str, data: dict[str, Any], keys: dict[str, list[str]],
+               name: str) -> str:
+    """`text` with `keys` added to `[tool.vfcheck]`: right below its header line, or as a
+    new table at the end; parsed back and checked to change nothing else."""
+    lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in keys.items())
+    header = _HEADER.search(text)
+    if header is not None:
+        at = header.end() + 1 if header.end() < len(text) else len(text)
+        new = text[:at] + ("" if text[:at].endswith("\n") else "\n") + lines + text[at:]
+    else:
+        new = text + ("" if text.endswith("\n") or not text else "\n") + \
+            "\n[tool.vfcheck]\n" + lines
+    expected = json.loads(json.dumps(data))
+    expected.setdefault("tool", {}).setdefault("vfcheck", {}).update(keys)
+    try:
+        if tomllib.loads(new) == expected:
+            return new
+    except tomllib.TOMLDecodeError:
+        pass
+    raise InitError(f"{name}: cannot add {', '.join(keys)} to [tool.vfcheck] as text here; "
+                    f"add these lines to it yourself: {lines.strip()!r}")
+
+
+def record_golden(root: Path, env: str, *, echo: Callable[[str], None]) -> int:
+    """Record `env`'s golden traces with `vfcheck check --checks golden --golden-update` in
+    `root` (it reads the pyproject.toml just written); its exit code."""
+    command = [sys.executable, "-m", "vfcheck", "check", env, "--checks", "golden",
+               "--golden-update"]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        for line in (done.stdout + done.stderr).strip().splitlines()[-15:]:
+            echo(f"    {line}")
+    return done.returncode
+
+
+def init_package(plan: InitPlan, *, echo: Callable[[str], None]) -> bool:
+    """Carry the plan out, saying what is done; False if recording a golden trace failed."""
+    for note in plan.notes:
+        echo(note)
+    if plan.pyproject_text is not None:
+        (plan.root / "pyproject.toml").write_text(plan.pyproject_text, encoding="utf-8")
+        shown = ", ".join(f"{key} = {json.dumps(value)}" for key, value in
+                          (("envs", plan.envs), ("paths", plan.paths)) if value)
+        echo(f"pyproject.toml: [tool.vfcheck] {shown}")
+    else:
+        echo("pyproject.toml: [tool.vfcheck] already set, unchanged")
+    if plan.workflow:
+        path = plan.root / WORKFLOW_PATH
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(WORKFLOW, encoding="utf-8")
+        echo(f"{WORKFLOW_PATH}: written (vfcheck check, reports uploaded as an artifact)")
+    else:
+        echo(f"{WORKFLOW_PATH}: already there, unchanged")
+    for env in plan.kept:
+        echo(f"{_shown(plan, env)}: golden traces exist, kept (re-record: vfcheck check {env} "
+             "--checks golden --golden-update)")
+    ok = True
+    for env in plan.record:
+        echo(f"{_shown(plan, env)}: recording golden traces (vfcheck check {env} --checks "
+             "golden --golden-update) ...")
+        if record_golden(plan.root, env, echo=echo) != 0:
+            echo(f"{_shown(plan, env)}: recording failed (above); fix the env, then run "
+                 "vfcheck init again")
+            ok = False
+        else:
+            count = len(list((plan.golden / env).glob("*.json")))
+            echo(f"{_shown(plan, env)}: {count} golden trace(s) recorded")
+    return ok
+
+
+def _shown(plan: InitPlan, env: str) -> str:
+    folder = plan.golden / env
+    try:
+        return str(folder.relative_to(plan.root))
+    except ValueError:
+        return str(folder)
