@@ -5,15 +5,15 @@ Process roles:
 - without xdist, this process owns the run: it starts one supervised worker per env at
   session start (so verifiers' import overlaps collection) and stops them at the end;
 - under `pytest -n N` with a `--dist` mode that keeps an env's items on one xdist worker
-  (`loadgroup`, which the plugin chooses when the user did not, `loadscope`, `loadfile`),
-  the envs are spread: the controller only loads each env to learn its items (a plan-only
-  check worker) and hands the plans to the xdist workers (`pytest_configure_node`, which
-  reaches remote workers too); each env is then checked on the xdist worker that runs its
-  items (every `xdist_group`-marked item of it), and the workers send their env reports
-  back at their end (`workeroutput`) for the controller's JSON report;
-- under other `--dist` modes (`load`, `worksteal`, `each`: an env's items on several
-  workers) the controller checks every env and hands the run directory to the xdist
-  workers, which only read the event logs, so an env's work is done once.
+  (`loadscope`, which the plugin chooses when the user did not, or `loadfile`), the envs
+  are spread: the controller only loads each env to learn its items (a plan-only check
+  worker) and hands the plans to the xdist workers (`pytest_configure_node`, which reaches
+  remote workers too); each env is checked on the xdist worker that runs its items, and
+  the workers send their env reports back at their end (`workeroutput`) for the
+  controller's JSON report;
+- under other `--dist` modes (`load`, `loadgroup`, `worksteal`, `each`: an env's items on
+  several workers) the controller checks every env and hands the run directory to the
+  xdist workers, which only read the event logs, so an env's work is done once.
 Nothing here imports verifiers.
 """
 
@@ -44,16 +44,20 @@ PLANS_KEY = "vfcheck_plans"
 REPORTS_KEY = "vfcheck_reports"
 """workeroutput: the env reports a spreading xdist worker checked (JSON text)."""
 LIBRARY_REPORT = "library.json"
-SPREADING_DIST = ("loadgroup", "loadscope", "loadfile")
-"""xdist modes that run all of an env's items on one worker (its items are one group, one
-scope and one "file", the env's), so that worker can check the env."""
+SPREADING_DIST = ("loadscope", "loadfile")
+"""xdist modes that run all of an env's items on one worker (an env's item ids
+`env::check[i]` are one scope and one "file"), so that worker can check the env. Not
+`loadgroup`: xdist 3.8 marks an item's group by rewriting `item._nodeid`, which pytest 9 no
+longer reads, so `xdist_group` marks group nothing."""
 
 
 def spreads_envs(config: pytest.Config) -> bool:
-    """Whether each env is checked on the xdist worker that runs its items."""
-    dist = getattr(config.option, "dist", "no")
-    distributing = hasattr(config, "workerinput") or bool(getattr(config.option, "tx", None))
-    return distributing and dist in SPREADING_DIST
+    """Whether each env is checked on the xdist worker that runs its items: the
+    controller decides (xdist resets `--dist` on its workers), and sends the plans."""
+    if hasattr(config, "workerinput"):
+        return PLANS_KEY in config.workerinput
+    tx = getattr(config.option, "tx", None)
+    return bool(tx) and getattr(config.option, "dist", "no") in SPREADING_DIST
 
 
 def queued_items(session: pytest.Session) -> list[pytest.Item]:
@@ -286,7 +290,7 @@ class VfcheckSession:
                     "is checked on the worker that runs its items"]
         if dist != "no" and len(self.env_ids) > 1:
             return [f"vfcheck: --dist {dist} puts an env's items on several workers, so "
-                    "this process checks every env; --dist loadgroup spreads them"]
+                    "this process checks every env; --dist loadscope spreads them"]
         return []
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -445,8 +449,6 @@ class CheckItem(pytest.Item):
         self.unit = unit
         self.finding: Finding | None = None
         self.add_marker(pytest.mark.vfcheck(family=BY_ID[unit[0]].family))
-        # `--dist loadgroup`: an env's items go to one xdist worker, which checks the env
-        self.add_marker(pytest.mark.xdist_group(self.parent.name))  # type: ignore[union-attr]
 
     @property
     def vf(self) -> VfcheckSession:
