@@ -7,10 +7,10 @@ Process roles:
 - under `pytest -n N` with a `--dist` mode that keeps an env's items on one xdist worker
   (`loadscope`, which the plugin chooses when the user did not, or `loadfile`), the envs
   are spread: the controller only loads each env to learn its items (a plan-only check
-  worker) and hands the plans to the xdist workers (`pytest_configure_node`, which reaches
-  remote workers too); each env is checked on the xdist worker that runs its items, and
-  the workers send their env reports back at their end (`workeroutput`) for the
-  controller's JSON report;
+  worker); the xdist workers read the plans from its event logs or, on another machine,
+  get them in `workerinput` (`pytest_configure_node`); each env is checked on the xdist
+  worker that runs its items, and the workers send their env reports back at their end
+  (`workeroutput`) for the controller's JSON report;
 - under other `--dist` modes (`load`, `loadgroup`, `worksteal`, `each`: an env's items on
   several workers) the controller checks every env and hands the run directory to the
   xdist workers, which only read the event logs, so an env's work is done once.
@@ -39,8 +39,13 @@ from vfcheck.isolation.supervisor import event_file, expected_units
 from vfcheck.options import CheckOptions, Resolved
 
 RUN_DIR_KEY = "vfcheck_run_dir"
+SPREAD_KEY = "vfcheck_spread"
+"""workerinput: the envs are spread (the controller decides: xdist resets `--dist` on its
+workers)."""
 PLANS_KEY = "vfcheck_plans"
-"""workerinput: each env's plan (None: it did not load), when the envs are spread."""
+"""workerinput of a remote worker: each env's plan (None: it did not load). A worker on this
+machine reads them from the run dir's event logs instead, so that its start-up need not
+wait for the envs to load."""
 REPORTS_KEY = "vfcheck_reports"
 """workeroutput: the env reports a spreading xdist worker checked (JSON text)."""
 LIBRARY_REPORT = "library.json"
@@ -52,10 +57,9 @@ longer reads, so `xdist_group` marks group nothing."""
 
 
 def spreads_envs(config: pytest.Config) -> bool:
-    """Whether each env is checked on the xdist worker that runs its items: the
-    controller decides (xdist resets `--dist` on its workers), and sends the plans."""
+    """Whether each env is checked on the xdist worker that runs its items."""
     if hasattr(config, "workerinput"):
-        return PLANS_KEY in config.workerinput
+        return bool(config.workerinput.get(SPREAD_KEY))
     tx = getattr(config.option, "tx", None)
     return bool(tx) and getattr(config.option, "dist", "no") in SPREADING_DIST
 
@@ -173,7 +177,8 @@ class VfcheckSession:
             workerinput = self.config.workerinput  # type: ignore[attr-defined]
             self.run_dir = Path(workerinput[RUN_DIR_KEY])
             if self.spread:
-                self.plans = dict(workerinput[PLANS_KEY])
+                if PLANS_KEY in workerinput:
+                    self.plans = dict(workerinput[PLANS_KEY])
                 self.check_run.start(env_ids=[])  # each env at its items (`log_of`)
             return
         self.owner = True
@@ -190,10 +195,14 @@ class VfcheckSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        """xdist controller: tell each worker where the event logs are, and when the envs
-        are spread, each env's plan (waiting for the envs to load)."""
+        """xdist controller: tell each worker where the event logs are, and whether the
+        envs are spread; a remote worker gets each env's plan (which waits for the envs to
+        load, and holds up the worker's start)."""
         node.workerinput[RUN_DIR_KEY] = str(self.run_dir)
-        if self.spread:
+        node.workerinput[SPREAD_KEY] = self.spread
+        spec = getattr(getattr(node, "gateway", None), "spec", None)
+        local = spec is not None and bool(spec.popen) and not spec.chdir
+        if self.spread and not local:
             node.workerinput[PLANS_KEY] = self.env_plans()
 
     def env_plans(self) -> dict[str, dict[str, Any] | None]:
@@ -358,10 +367,10 @@ class EnvCollector(pytest.Collector):
         self.vf = vf
 
     def collect(self) -> list[CheckItem]:
-        if self.vf.plans is not None:  # spread: the controller's plan, the same on every worker
+        if self.vf.plans is not None:  # a remote worker: the controller sent the plans
             plan = self.vf.plans.get(self.name)
         else:
-            log = self.vf.log_for(self.name)
+            log = self.vf.log_for(self.name)  # the owner's, or the controller's plan-only one
             # A passing `load` finding comes just before the plan; a failing one ends the run.
             log.wait(lambda log: log.plan is not None or (
                 ("load", None) in log.findings
