@@ -34,49 +34,19 @@ from vfcheck.checks import BY_ID
 from vfcheck.exits import EXIT_SIGINT
 from vfcheck.findings import EnvReport, Finding
 from vfcheck.frontends.run import CheckRun, verifiers_version
+from vfcheck.frontends.xdist_spread import (
+    PLANS_KEY,
+    REPORTS_KEY,
+    SPREAD_KEY,
+    queued_items,
+    spreads_envs,
+)
 from vfcheck.isolation.events import EventLog, Unit
 from vfcheck.isolation.supervisor import event_file, expected_units
 from vfcheck.options import CheckOptions, Resolved
 
 RUN_DIR_KEY = "vfcheck_run_dir"
-SPREAD_KEY = "vfcheck_spread"
-"""workerinput: the envs are spread (the controller decides: xdist resets `--dist` on its
-workers)."""
-PLANS_KEY = "vfcheck_plans"
-"""workerinput of a remote worker: each env's plan (None: it did not load). A worker on this
-machine reads them from the run dir's event logs instead, so that its start-up need not
-wait for the envs to load."""
-REPORTS_KEY = "vfcheck_reports"
-"""workeroutput: the env reports a spreading xdist worker checked (JSON text)."""
 LIBRARY_REPORT = "library.json"
-SPREADING_DIST = ("loadscope", "loadfile")
-"""xdist modes that run all of an env's items on one worker (an env's item ids
-`env::check[i]` are one scope and one "file"), so that worker can check the env. Not
-`loadgroup`: xdist 3.8 marks an item's group by rewriting `item._nodeid`, which pytest 9 no
-longer reads, so `xdist_group` marks group nothing."""
-
-
-def spreads_envs(config: pytest.Config) -> bool:
-    """Whether each env is checked on the xdist worker that runs its items."""
-    if hasattr(config, "workerinput"):
-        return bool(config.workerinput.get(SPREAD_KEY))
-    tx = getattr(config.option, "tx", None)
-    return bool(tx) and getattr(config.option, "dist", "no") in SPREADING_DIST
-
-
-def queued_items(session: pytest.Session) -> list[pytest.Item]:
-    """The items xdist has sent this worker and not run yet, so that their envs' checks
-    start now, in parallel (up to `envs_at_once`), not one env after another as the items
-    come. Read from xdist's worker queue (`WorkerInteractor.torun`, under its lock): no
-    hook tells; where xdist keeps it otherwise this is empty and envs start at their first
-    item."""
-    for plugin in session.config.pluginmanager.get_plugins():
-        queue = getattr(plugin, "torun", None)
-        if queue is not None and callable(getattr(queue, "lock", None)):
-            with queue.lock() as indices:
-                queued = [i for i in indices if isinstance(i, int)]
-            return [session.items[i] for i in queued if i < len(session.items)]
-    return []
 
 
 def pytest_given(config: pytest.Config) -> dict[str, Any]:
@@ -145,8 +115,9 @@ class VfcheckSession:
         shard = found.run.shard
         self.env_ids: list[str] = list(found.run.envs) if shard is None else shard.pick(
             found.run.envs)
-        self.empty_shard = shard.empty_note(found.run.envs) if shard and not self.env_ids \
-            else None
+        self.empty_shard = (shard.label, shard.empty_note(found.run.envs)) \
+            if shard and not self.env_ids else None
+        """A shard with no env: its label and why (one skipped item says it)."""
         self.only: list[str] = list(found.run.only)
         self.spread = spreads_envs(config)
         self.plans: dict[str, dict[str, Any] | None] | None = None
@@ -243,10 +214,10 @@ class VfcheckSession:
                                       items: list[pytest.Item]) -> None:
         added: list[pytest.Item] = []
         if self.empty_shard is not None:
+            label, reason = self.empty_shard
             added.append(EmptyShardItem.from_parent(
-                session, name=f"vfcheck-shard-{self.run_options.shard.label}",  # type: ignore[union-attr]
-                nodeid=f"vfcheck-shard[{self.run_options.shard.label}]",  # type: ignore[union-attr]
-                reason=self.empty_shard))
+                session, name=f"vfcheck-shard[{label}]", nodeid=f"vfcheck-shard[{label}]",
+                reason=reason))
         for env_id in self.env_ids:
             # A virtual path under the rootdir: the terminal groups the items by env.
             collector = EnvCollector.from_parent(
@@ -285,7 +256,7 @@ class VfcheckSession:
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         if self.empty_shard is not None:
-            return [f"vfcheck: {self.empty_shard}"]
+            return [f"vfcheck: {self.empty_shard[1]}"]
         if not self.env_ids:
             return [f"vfcheck: library suite, verifiers {verifiers_version()}"]
         return [*self.check_run.header(), *self.xdist_note(), *rootdir_note(config,
