@@ -527,6 +527,43 @@ class Bench:
         )
         self.row(f"pytest --vf-env vfc-many ({m} tasks): -n 2 / -n 0", a, b, target="(info)")
 
+    # -- 5 ---------------------------------------------------------------------------------
+    SPREAD_ENVS = ("vfc-echo", "vfc-many", "vfc-multiturn", "vfc-duet")
+    SPREAD_CHECKS = ("load,determinism,setup,gold,noop,episode,lifecycle,preview,robustness,"
+                     "golden,hygiene")
+    """The conformance families, which the well-behaved fixtures pass (the reward probes
+    fail vfc-echo by design, and a failing run has no time in the median)."""
+
+    def spread(self) -> None:
+        """`pytest --vf-env` on 4 envs, `-n 2` vs `-n 0`: under `-n 2` each env is checked
+        on the xdist worker that runs its items (`--dist loadscope`), each with its own
+        `envs_at_once` slots. The row's ratio is the speed-up, -n 0's time over -n 2's."""
+        print("\n## 5. pytest --vf-env on 4 envs: -n 2 vs -n 0", flush=True)
+        if version("pytest-xdist") == "not installed":
+            self.notes.append("pytest 4 envs -n 2 vs -n 0 skipped: pytest-xdist not installed")
+            return
+        env = child_env()
+        base = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                *[w for e in self.SPREAD_ENVS for w in ("--vf-env", e)],
+                f"--vf-path={FIXTURES}", f"--vf-golden-dir={ROOT / 'golden'}",
+                f"--vf-checks={self.SPREAD_CHECKS}"]
+        before = " ".join(f"{x:.1f}" for x in os.getloadavg())
+        serial, spread = self.measure(
+            [
+                ("pytest -n 0 (4 envs)", lambda r: ([*base, "-n", "0"], env,
+                                                    self.fresh("spread"))),
+                ("pytest -n 2 (4 envs)", lambda r: ([*base, "-n", "2"], env,
+                                                    self.fresh("spread"))),
+            ],
+            self.args.repeat,
+        )
+        after = " ".join(f"{x:.1f}" for x in os.getloadavg())
+        self.row(
+            "pytest --vf-env, 4 envs (conformance families): speed-up, -n 0 time / -n 2 time",
+            serial, spread, target=">= 1.3",
+            note=f"load average {before} before / {after} after this section",
+        )
+
     # -- report ----------------------------------------------------------------------------
     def table(self, started: str, load: tuple[str, str], wall: float) -> str:
         head = [
@@ -584,7 +621,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--only",
-        default="idle,check,phases,probes,run,scaling",
+        default="idle,check,phases,probes,run,scaling,spread",
         help="sections to run (comma-separated; default all)",
     )
     args = ap.parse_args(argv)
@@ -624,6 +661,8 @@ def main(argv: list[str] | None = None) -> int:
             b.run_vs_eval()
         if "scaling" in only:
             b.scaling()
+        if "spread" in only:
+            b.spread()
     except KeyboardInterrupt:
         b.notes.append("interrupted: partial results")
     finally:

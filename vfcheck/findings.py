@@ -46,6 +46,8 @@ class Finding:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Finding:
         task = data.get("task")
+        if data["outcome"] not in OUTCOMES:
+            raise ValueError(f"outcome {data['outcome']!r} is none of {', '.join(OUTCOMES)}")
         return cls(
             check=data["check"],
             family=data["family"],
@@ -68,6 +70,11 @@ class EnvReport:
     findings: list[Finding] = field(default_factory=list)
     worker_starts: int = 0
     """Worker processes started for this env: 1 unless a stall forced a restart."""
+    worker: str = "main"
+    """Which front-end process checked it: `main` (`vfcheck check`, `pytest` without xdist
+    or its controller), or the xdist worker's id (`gw1`)."""
+    host: str = ""
+    """The machine it was checked on (a CI matrix's shards, remote xdist workers)."""
 
     @property
     def bad(self) -> bool:
@@ -85,6 +92,25 @@ class EnvReport:
             "harness": self.harness,
             "sample": list(self.sample),
             "tiers": list(self.tiers),
+            "tasks": [asdict(task) for task in self.tasks],
             "worker_starts": self.worker_starts,
+            "worker": self.worker,
+            "host": self.host,
             "findings": [f.as_dict() for f in self.findings],
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EnvReport:
+        """An env of a JSON report, read back (`vfcheck merge`, an xdist worker's report);
+        raises KeyError, TypeError or ValueError on what is no env of a vfcheck report."""
+        return cls(
+            id=str(data["id"]),
+            harness=str(data.get("harness", "")),
+            sample=[int(i) for i in data.get("sample") or []],
+            tasks=[TaskId(int(t["index"]), str(t["key"])) for t in data.get("tasks") or []],
+            tiers=list(data.get("tiers") or []),
+            findings=[Finding.from_dict(f) for f in data["findings"]],
+            worker_starts=int(data.get("worker_starts") or 0),
+            worker=str(data.get("worker") or "main"),
+            host=str(data.get("host") or ""),
+        )

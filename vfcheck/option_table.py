@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
     import pytest
 
-Kind = Literal["text", "pairs", "allows", "path", "int", "float", "choice", "list", "flag"]
+Kind = Literal["text", "pairs", "allows", "path", "int", "float", "choice", "list", "flag",
+               "shard"]
 PathRole = Literal["any", "file", "dir", "golden", "output"]
 """What a path must be: `file` and `dir` must exist; a `golden` folder may not exist yet; an
 `output` file is checked writable."""
@@ -157,6 +158,7 @@ class Option:
             "pairs": "KEY=VALUE (or a table)",
             "allows": "PATTERN[=REASON] (or a list of patterns, or a table of pattern = reason)",
             "text": "a string",
+            "shard": "K/N with 1 <= K <= N",
             "path": "a path" if self.repeat is False else "a list of paths",
         }[self.kind]
 
@@ -231,6 +233,13 @@ class Option:
                 raise OptionError(str(e)) from e
         if kind == "path":
             return str(self._path(raw, where, base))
+        if kind == "shard":
+            from vfcheck.shards import Shard
+
+            try:
+                return Shard.parse(raw)
+            except ValueError as e:
+                raise OptionError(f"{where}: {e}") from e
         return raw
 
     def _in_range(self, value: float, raw: Any, where: str) -> Any:
@@ -373,10 +382,16 @@ OPTIONS: tuple[Option, ...] = (
            missing="the wheel folder {path} does not exist (fill it with: vfcheck wheels "
                    "{path})"),
     Option("json", "path", "write the JSON report", cli=("--json",), pytest="--vf-json",
-           commands=("check", "library"), metavar="FILE", path="output", scope="run"),
+           commands=("check", "library", "merge"), metavar="FILE", path="output",
+           scope="run"),
     Option("junit_xml", "path", "write JUnit XML", cli=("--junit-xml",),
            pytest="--junit-xml", pytest_owner="pytest", pytest_dest="xmlpath",
-           commands=("check", "library"), metavar="FILE", path="output", scope="run"),
+           commands=("check", "library", "merge"), metavar="FILE", path="output",
+           scope="run"),
+    Option("shard", "shard", "check only shard K of N: the sorted env ids, every N-th from "
+           "the K-th, the same on every machine (CI matrices; join the reports with "
+           "`vfcheck merge`). A shard left with no env passes, saying so", cli=("--shard",),
+           pytest="--vf-shard", metavar="K/N", scope="run"),
     Option("from_validate", "path", "grade an existing vf-validate run directory instead",
            cli=("--from-validate",), metavar="RUN_DIR", scope="run"),
     Option("only", "text", "run only these items, e.g. 'gold[1]' or 'lifecycle'", default=[],

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from vfcheck.option_table import (
     BY_NAME,
@@ -24,6 +24,9 @@ from vfcheck.option_table import (
     where_given,
 )
 from vfcheck.paths import shown_path, write_refusal
+
+if TYPE_CHECKING:
+    from vfcheck.shards import Shard
 
 __all__ = ["CheckOptions", "OptionError", "Resolved", "RunOptions", "resolve",
            "resolve_options", "shown_path", "write_refusal"]
@@ -114,6 +117,7 @@ class RunOptions:
     envs: list[str] = field(default_factory=default_of("envs"))
     json: str | None = field(default_factory=default_of("json"))
     junit_xml: str | None = field(default_factory=default_of("junit_xml"))
+    shard: Shard | None = field(default_factory=default_of("shard"))
     from_validate: str | None = field(default_factory=default_of("from_validate"))
     only: list[str] = field(default_factory=default_of("only"))
     library: bool = field(default_factory=default_of("library"))

@@ -1,5 +1,6 @@
-"""The `vfcheck` command: `check` (the check front end), `run`, `library`, `list-checks`,
-`wheels`, `mock-server`, `record`, `init`; thin over the library. Exit codes are `vfcheck.exits`'.
+"""The `vfcheck` command: `check` (the check front end), `merge`, `run`, `record`, `init`,
+`library`, `list-checks`, `wheels`, `mock-server`; thin over the library. Exit codes are
+`vfcheck.exits`'.
 """
 
 from __future__ import annotations
@@ -120,6 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--path", action="append", default=[], metavar="DIR", dest="init_paths",
                       help="folder holding the env modules, relative to the package "
                            "(default: . or src if the module is there)")
+
+    merge = sub.add_parser(
+        "merge", help="join the JSON reports of a run's shards (--shard K/N) into one, "
+                      "with check's verdict and exit code")
+    merge.add_argument("reports", nargs="+", type=Path, metavar="REPORT",
+                       help="JSON reports written by vfcheck check --json (or pytest --vf-json)")
+    add_cli_options(merge, "merge")
 
     mock = sub.add_parser("mock-server", help="serve the scripted model on 127.0.0.1")
     mock.add_argument("--port", type=bounded(int, 0, 65535), default=8000,
@@ -321,6 +329,7 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from vfcheck.frontends.report import show_reports
     from vfcheck.frontends.run import CheckRun
 
     console = Console()
@@ -338,7 +347,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         print("vfcheck: error: name at least one env (or set envs in [tool.vfcheck], or give "
               "--from-validate RUN_DIR)", file=sys.stderr)
         return EXIT_USAGE
-    with CheckRun(run.envs, options, run, front="cli") as check_run:
+    envs = run.envs if run.shard is None else run.shard.pick(run.envs)
+    if not envs and run.shard is not None:  # more shards than envs: this one passes, saying so
+        from vfcheck.frontends.run import verifiers_version
+
+        console.print(f"vfcheck: {run.shard.empty_note(run.envs)}", highlight=False,
+                      soft_wrap=True)
+        return _conclude(console, [], run, seed=options.seed, verifiers=verifiers_version())
+    with CheckRun(envs, options, run, front="cli") as check_run:
         for line in check_run.header():
             console.print(line, highlight=False, markup=False, soft_wrap=True)
         try:
@@ -347,10 +363,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                 _follow(console, check, check_run.checkpoint)
         except KeyboardInterrupt as interrupt:  # and SIGTERM's `Terminated`
             check_run.interrupted(interrupt)
-            _show(console, check_run.finish())
+            show_reports(console, check_run.finish())
             raise
         reports = check_run.finish()
-    _show(console, reports)
+    show_reports(console, reports)
     return check_run.exit_code(reports)
 
 
@@ -374,37 +390,42 @@ def _follow(console: Any, check: Any, checkpoint: Callable[[], None]) -> None:
         check.join(timeout=0.2)
 
 
-def _show(console: Any, reports: list[EnvReport]) -> None:
-    """A table per env, the whole message of each failure below it, the golden summary."""
-    from vfcheck.frontends.probe_table import probe_table
-    from vfcheck.frontends.report import failure_text, findings_table, golden_summary
-
-    for report in reports:
-        console.print(findings_table(report))
-        for text in failure_text(report):
-            console.print(text, highlight=False, markup=False, soft_wrap=True)
-        if (golden := golden_summary(report)) is not None:
-            console.print(golden, highlight=False, markup=False, soft_wrap=True)
-        if (probes := probe_table(report)) is not None:
-            for line in probes.lines():
-                console.print(line, highlight=False, markup=False, soft_wrap=True)
-    failing = [f for r in reports for f in r.findings if f.bad]
-    if failing:
-        console.print(f"[bold red]{len(failing)} finding(s) failed or errored[/]")
-
-
 def _conclude(console: Any, reports: list[EnvReport], run: RunOptions, *,
               seed: int | None, verifiers: str | None) -> int:
     """Findings made in this process (`--from-validate`, `vfcheck library`): shown, written
     to the reports asked for; the exit code."""
-    from vfcheck.frontends.report import json_report, write_json, write_junit
+    from vfcheck.frontends.report import json_report, show_reports, write_json, write_junit
 
-    _show(console, reports)
+    show_reports(console, reports)
     if run.json is not None:
-        write_json(Path(run.json), json_report(reports, verifiers=verifiers, seed=seed))
+        shard = run.shard.as_dict(run.envs) if run.shard is not None else None
+        write_json(Path(run.json), json_report(reports, verifiers=verifiers, seed=seed,
+                                               shard=shard))
     if run.junit_xml is not None:
         write_junit(Path(run.junit_xml), reports)
     return EXIT_FAILED if any(report.bad for report in reports) else EXIT_OK
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """The shards' reports as one run's (`vfcheck.frontends.merge`)."""
+    from rich.console import Console
+
+    from vfcheck.frontends.merge import MergeError, merge
+
+    run = resolved(args, pyproject=False).run
+    try:
+        merged = merge(args.reports)
+    except MergeError as e:
+        print(f"vfcheck: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    console = Console()
+    console.print(f"vfcheck merge · {len(merged.sources)} report(s) · {len(merged.reports)} "
+                  f"env(s) · verifiers {merged.verifiers} · seed {merged.seed}",
+                  highlight=False)
+    for report in merged.reports:
+        console.print(f"  {report.id}: checked by {report.worker}"
+                      + (f" on {report.host}" if report.host else ""), highlight=False)
+    return _conclude(console, merged.reports, run, seed=merged.seed, verifiers=merged.verifiers)
 
 
 def cmd_library(args: argparse.Namespace) -> int:
@@ -476,7 +497,7 @@ def cmd_wheels(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "check": cmd_check, "library": cmd_library,
+COMMANDS = {"run": cmd_run, "check": cmd_check, "merge": cmd_merge, "library": cmd_library,
             "list-checks": cmd_list_checks, "mock-server": cmd_mock_server, "record": cmd_record,
             "init": cmd_init,
             "wheels": cmd_wheels}

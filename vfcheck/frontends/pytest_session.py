@@ -4,14 +4,22 @@ one item per check and task, reading the findings that the supervised check work
 Process roles:
 - without xdist, this process owns the run: it starts one supervised worker per env at
   session start (so verifiers' import overlaps collection) and stops them at the end;
-- under `pytest -n N`, the controller owns the run and hands the run directory to each
-  xdist worker (`pytest_configure_node`); xdist workers only read the event logs, so an
-  env's work is done once, not once per worker.
+- under `pytest -n N` with a `--dist` mode that keeps an env's items on one xdist worker
+  (`loadscope`, which the plugin chooses when the user did not, or `loadfile`), the envs
+  are spread: the controller only loads each env to learn its items (a plan-only check
+  worker); the xdist workers read the plans from its event logs or, on another machine,
+  get them in `workerinput` (`pytest_configure_node`); each env is checked on the xdist
+  worker that runs its items, and the workers send their env reports back at their end
+  (`workeroutput`) for the controller's JSON report;
+- under other `--dist` modes (`load`, `loadgroup`, `worksteal`, `each`: an env's items on
+  several workers) the controller checks every env and hands the run directory to the
+  xdist workers, which only read the event logs, so an env's work is done once.
 Nothing here imports verifiers.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import subprocess
@@ -24,8 +32,15 @@ import pytest
 
 from vfcheck.checks import BY_ID
 from vfcheck.exits import EXIT_SIGINT
-from vfcheck.findings import Finding
+from vfcheck.findings import EnvReport, Finding
 from vfcheck.frontends.run import CheckRun, verifiers_version
+from vfcheck.frontends.xdist_spread import (
+    PLANS_KEY,
+    REPORTS_KEY,
+    SPREAD_KEY,
+    queued_items,
+    spreads_envs,
+)
 from vfcheck.isolation.events import EventLog, Unit
 from vfcheck.isolation.supervisor import event_file, expected_units
 from vfcheck.options import CheckOptions, Resolved
@@ -97,13 +112,28 @@ class VfcheckSession:
         except OptionError as e:
             raise pytest.UsageError(f"vfcheck: {e}") from e
         self.options, self.run_options = found.check, found.run
-        self.env_ids: list[str] = list(found.run.envs)
+        shard = found.run.shard
+        self.env_ids: list[str] = list(found.run.envs) if shard is None else shard.pick(
+            found.run.envs)
+        self.empty_shard = (shard.label, shard.empty_note(found.run.envs)) \
+            if shard and not self.env_ids else None
+        """A shard with no env: its label and why (one skipped item says it)."""
         self.only: list[str] = list(found.run.only)
-        self.check_run = CheckRun(self.env_ids, self.options, self.run_options, front="pytest")
-        """The run, started and finished by the process that owns it (not an xdist
-        worker)."""
+        self.spread = spreads_envs(config)
+        self.plans: dict[str, dict[str, Any] | None] | None = None
+        """Each env's plan, from the controller, on a spreading xdist worker."""
+        if self.spread and self.is_xdist_worker:
+            worker = str(config.workerinput["workerid"])  # type: ignore[attr-defined]
+            self.check_run = CheckRun(self.env_ids, self.options, dataclasses.replace(
+                self.run_options, json=None, junit_xml=None), front="pytest", worker=worker)
+        else:
+            self.check_run = CheckRun(self.env_ids, self.options, self.run_options,
+                                      front="pytest", plan_only=self.spread)
+        """The run, started and finished by the process that owns it (without xdist, or
+        the controller); on a spreading xdist worker, the checks of the envs it runs."""
         self.run_dir: Path | None = None
         self.owner = False
+        """This process writes the reports (not an xdist worker)."""
         self.library = found.run.library
         self._library_proc: subprocess.Popen[bytes] | None = None
 
@@ -115,7 +145,12 @@ class VfcheckSession:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.is_xdist_worker:
-            self.run_dir = Path(self.config.workerinput[RUN_DIR_KEY])  # type: ignore[attr-defined]
+            workerinput = self.config.workerinput  # type: ignore[attr-defined]
+            self.run_dir = Path(workerinput[RUN_DIR_KEY])
+            if self.spread:
+                if PLANS_KEY in workerinput:
+                    self.plans = dict(workerinput[PLANS_KEY])
+                self.check_run.start(env_ids=[])  # each env at its items (`log_of`)
             return
         self.owner = True
         self.check_run.start()  # SIGTERM becomes an orderly interrupt (exit 143)
@@ -131,17 +166,58 @@ class VfcheckSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        """xdist controller: tell each worker where the event logs are."""
+        """xdist controller: tell each worker where the event logs are, and whether the
+        envs are spread; a remote worker gets each env's plan (which waits for the envs to
+        load, and holds up the worker's start)."""
         node.workerinput[RUN_DIR_KEY] = str(self.run_dir)
+        node.workerinput[SPREAD_KEY] = self.spread
+        spec = getattr(getattr(node, "gateway", None), "spec", None)
+        local = spec is not None and bool(spec.popen) and not spec.chdir
+        if self.spread and not local:
+            node.workerinput[PLANS_KEY] = self.env_plans()
+
+    def env_plans(self) -> dict[str, dict[str, Any] | None]:
+        """Each env's plan as its plan-only check announced it (None: it did not load)."""
+        plans: dict[str, dict[str, Any] | None] = {}
+        for env_id in self.env_ids:
+            log = self.log_for(env_id)
+            log.wait(lambda log: log.plan is not None or log.final)
+            plans[env_id] = log.plan
+        return plans
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist controller: the env reports a spreading worker checked."""
+        sent = getattr(node, "workeroutput", {}).get(REPORTS_KEY)
+        for data in json.loads(sent) if sent else []:
+            report = EnvReport.from_dict(data)
+            self.check_run.received[report.id] = report
 
     def log_for(self, env_id: str) -> EventLog:
         assert self.run_dir is not None
         return EventLog(event_file(self.run_dir, env_id, self.options))
 
+    def log_of(self, item: CheckItem) -> EventLog:
+        """The event log `item`'s finding comes to. A spreading xdist worker starts the
+        check of the item's env now, and of the envs of the items queued behind it."""
+        env_id = item.parent.name  # type: ignore[union-attr]
+        if not self.spread:
+            return self.log_for(env_id)
+        check = self.check_run.launch(env_id)
+        for queued in queued_items(item.session):
+            if isinstance(queued, CheckItem):
+                self.check_run.launch(queued.parent.name)  # type: ignore[union-attr]
+        return EventLog(check.path)
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
                                       items: list[pytest.Item]) -> None:
         added: list[pytest.Item] = []
+        if self.empty_shard is not None:
+            label, reason = self.empty_shard
+            added.append(EmptyShardItem.from_parent(
+                session, name=f"vfcheck-shard[{label}]", nodeid=f"vfcheck-shard[{label}]",
+                reason=reason))
         for env_id in self.env_ids:
             # A virtual path under the rootdir: the terminal groups the items by env.
             collector = EnvCollector.from_parent(
@@ -179,9 +255,23 @@ class VfcheckSession:
         return report
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        if self.empty_shard is not None:
+            return [f"vfcheck: {self.empty_shard[1]}"]
         if not self.env_ids:
             return [f"vfcheck: library suite, verifiers {verifiers_version()}"]
-        return [*self.check_run.header(), *rootdir_note(config, self.options)]
+        return [*self.check_run.header(), *self.xdist_note(), *rootdir_note(config,
+                                                                             self.options)]
+
+    def xdist_note(self) -> list[str]:
+        """Who checks the envs under xdist."""
+        dist = getattr(self.config.option, "dist", "no")
+        if self.spread:
+            return [f"vfcheck: envs spread over the xdist workers (--dist {dist}): each env "
+                    "is checked on the worker that runs its items"]
+        if dist != "no" and len(self.env_ids) > 1:
+            return [f"vfcheck: --dist {dist} puts an env's items on several workers, so "
+                    "this process checks every env; --dist loadscope spreads them"]
+        return []
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The owner's line per env on its golden traces (as syrupy's snapshot summary)."""
@@ -216,6 +306,14 @@ class VfcheckSession:
             self.check_run.interrupted(excinfo.value)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.is_xdist_worker and self.spread:
+            try:  # xdist sends workeroutput once every sessionfinish is done
+                reports = self.check_run.finish()
+                self.config.workeroutput[REPORTS_KEY] = json.dumps(  # type: ignore[attr-defined]
+                    [report.as_dict() for report in reports], default=str)
+            finally:
+                self.check_run.close()
+            return
         if not self.owner:
             return
         try:
@@ -240,13 +338,18 @@ class EnvCollector(pytest.Collector):
         self.vf = vf
 
     def collect(self) -> list[CheckItem]:
-        log = self.vf.log_for(self.name)
-        # A passing `load` finding comes just before the plan; a failing one ends the run.
-        log.wait(lambda log: log.plan is not None or (
-            ("load", None) in log.findings and log.findings["load", None].outcome != "passed"))
+        if self.vf.plans is not None:  # a remote worker: the controller sent the plans
+            plan = self.vf.plans.get(self.name)
+        else:
+            log = self.vf.log_for(self.name)  # the owner's, or the controller's plan-only one
+            # A passing `load` finding comes just before the plan; a failing one ends the run.
+            log.wait(lambda log: log.plan is not None or (
+                ("load", None) in log.findings
+                and log.findings["load", None].outcome != "passed"))
+            plan = log.plan
         units: list[Unit] = [("load", None)]
-        if log.plan is not None:
-            units = expected_units(log.plan, self.vf.options.families)
+        if plan is not None:
+            units = expected_units(plan, self.vf.options.families)
         # Node ids given as strings parse the way pytest parses the ids it caches, so
         # `--lf` finds these items again (pytest 9 keeps node ids structured).
         return [
@@ -297,6 +400,21 @@ class LibraryItem(pytest.Item):
         return self.path, 0, self.nodeid
 
 
+class EmptyShardItem(pytest.Item):
+    """`--vf-shard K/N` with more shards than envs: one skipped item saying so, so the
+    shard's job passes visibly (pytest would exit 5, collecting nothing)."""
+
+    def __init__(self, *, reason: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.reason = reason
+
+    def runtest(self) -> None:
+        raise pytest.skip.Exception(self.reason, _use_item_location=True)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, 0, self.nodeid
+
+
 def _unit_name(unit: Unit) -> str:
     check, index = unit
     return check if index is None else f"{check}[{index}]"
@@ -318,7 +436,7 @@ class CheckItem(pytest.Item):
         return self.parent.vf
 
     def setup(self) -> None:
-        log = self.vf.log_for(self.parent.name)  # type: ignore[union-attr]
+        log = self.vf.log_of(self)
         log.wait(lambda log: self.unit in log.findings)
         self.finding = log.findings.get(self.unit)
         if self.finding is None:

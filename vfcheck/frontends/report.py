@@ -92,12 +92,33 @@ def golden_summary(env: EnvReport) -> str | None:
     return line
 
 
+def show_reports(console: Any, reports: list[EnvReport]) -> None:
+    """A table per env, the whole message of each failure below it, the golden summary."""
+    from vfcheck.frontends.probe_table import probe_table
+
+    for report in reports:
+        console.print(findings_table(report))
+        for text in failure_text(report):
+            console.print(text, highlight=False, markup=False, soft_wrap=True)
+        if (golden := golden_summary(report)) is not None:
+            console.print(golden, highlight=False, markup=False, soft_wrap=True)
+        if (probes := probe_table(report)) is not None:
+            for line in probes.lines():
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
+    failing = [f for r in reports for f in r.findings if f.bad]
+    if failing:
+        console.print(f"[bold red]{len(failing)} finding(s) failed or errored[/]")
+
+
 def json_report(
-    envs: list[EnvReport], *, verifiers: str | None, seed: int | None
+    envs: list[EnvReport], *, verifiers: str | None, seed: int | None,
+    shard: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The JSON report; `shard` (`vfcheck.shards.Shard.as_dict`) when a run checked one
+    shard of its envs."""
     from vfcheck import __version__
 
-    return {"vfcheck": __version__, "verifiers": verifiers, "seed": seed,
+    return {"vfcheck": __version__, "verifiers": verifiers, "seed": seed, "shard": shard,
             "envs": [_env_dict(env) for env in envs]}
 
 

@@ -16,6 +16,7 @@ import functools
 import importlib.metadata
 import shlex
 import shutil
+import socket
 import tempfile
 import threading
 import time
@@ -51,7 +52,17 @@ class CheckRun:
     `finish()` (the reports, written out) and `close()` (or use it as a context manager)."""
 
     def __init__(self, env_ids: list[str], options: CheckOptions, run: RunOptions, *,
-                 front: Front) -> None:
+                 front: Front, worker: str = "main", plan_only: bool = False) -> None:
+        self.worker = worker
+        """Who checks the envs started here (`EnvReport.worker`): `main`, or an xdist
+        worker's id."""
+        self.plan_only = plan_only
+        """Load each env and announce its plan, check nothing (the xdist controller: its
+        workers check the envs, and collect their items from these plans)."""
+        self.received: dict[str, EnvReport] = {}
+        """Reports of envs checked in other processes (xdist workers), by env id: they
+        stand for the plan-only checks of those envs here."""
+        self._slots: threading.BoundedSemaphore | None = None
         self._signals: list[int] = []
         """SIGINT/SIGTERM codes in arrival order, from `start` on (`first_interrupt_wins`)."""
         self.env_ids = env_ids
@@ -88,9 +99,11 @@ class CheckRun:
         from vfcheck.paths import shown_path
 
         o = self.options
+        shard = "" if self.run.shard is None else (
+            f" (shard {self.run.shard.label} of {len(set(self.run.envs))} envs)")
         lines = [
             f"vfcheck {__version__} · verifiers {verifiers_version()} · envs "
-            f"{', '.join(self.env_ids)} · harness {o.harness} · seed "
+            f"{', '.join(self.env_ids)}{shard} · harness {o.harness} · seed "
             f"{o.seed if o.seed is not None else 0} · sample {o.sample} · timeout {o.timeout:g}s",
         ]
         if any(spec.family == "golden" for spec in select(o.families)):
@@ -100,19 +113,27 @@ class CheckRun:
 
     # -- the run
 
-    def start(self) -> None:
-        """SIGTERM raises `Terminated` from here on; the workers start (each env waits for
-        a slot)."""
-        from vfcheck.isolation.supervisor import EnvCheck
-
+    def start(self, env_ids: list[str] | None = None) -> None:
+        """SIGTERM raises `Terminated` from here on; the workers of `env_ids` (default:
+        every env) start, each env waiting for a slot. More can `launch` later."""
         self._signals = self._cleanup.enter_context(first_interrupt_wins())
         self.run_dir = Path(tempfile.mkdtemp(prefix=f"vfcheck-{self.front}-"))
-        slots = threading.BoundedSemaphore(self.run.envs_at_once)
-        for env_id in self.env_ids:
-            check = EnvCheck(env_id, self.options, self.run_dir, slots=slots,
-                             pytest=self.front == "pytest")
-            self.checks[env_id] = check
-            check.start()
+        self._slots = threading.BoundedSemaphore(self.run.envs_at_once)
+        for env_id in self.env_ids if env_ids is None else env_ids:
+            self.launch(env_id)
+
+    def launch(self, env_id: str) -> EnvCheck:
+        """The check of `env_id`, started now unless it already was (after `start`)."""
+        from vfcheck.isolation.supervisor import EnvCheck
+
+        if env_id in self.checks:
+            return self.checks[env_id]
+        assert self.run_dir is not None and self._slots is not None, "start() first"
+        check = EnvCheck(env_id, self.options, self.run_dir, slots=self._slots,
+                         pytest=self.front == "pytest", plan_only=self.plan_only)
+        self.checks[env_id] = check
+        check.start()
+        return check
 
     def interrupted(self, interrupt: BaseException) -> int:
         """Note an interrupt (KeyboardInterrupt or `Terminated`); its exit code."""
@@ -121,7 +142,17 @@ class CheckRun:
         return self.interrupt
 
     def reports(self) -> list[EnvReport]:
-        return [check.report() for check in self.checks.values()]
+        """Each env's report, in the order of `env_ids`: received from the process that
+        checked it, else from its check here (what was found so far)."""
+        reports = []
+        for env_id in self.env_ids:
+            if env_id in self.received:
+                reports.append(self.received[env_id])
+            elif env_id in self.checks:
+                report = self.checks[env_id].report()
+                report.worker, report.host = self.worker, socket.gethostname()
+                reports.append(report)
+        return reports
 
     CHECKPOINT_EVERY = 1.0
     """Seconds between two writes of the JSON report while the run goes on."""
@@ -160,8 +191,9 @@ class CheckRun:
         from vfcheck.frontends.report import json_report, write_json, write_junit
 
         if self.run.json:
+            shard = self.run.shard.as_dict(self.run.envs) if self.run.shard else None
             write_json(Path(self.run.json), json_report(
-                reports, verifiers=verifiers_version(), seed=self.options.seed))
+                reports, verifiers=verifiers_version(), seed=self.options.seed, shard=shard))
         if junit and self.run.junit_xml and self.front == "cli":  # pytest writes its own
             write_junit(Path(self.run.junit_xml), reports)
         self._written = (time.monotonic(), sum(len(report.findings) for report in reports))

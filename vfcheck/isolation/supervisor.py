@@ -81,8 +81,11 @@ class EnvCheck:
     """One env's check run: `start()` it, then read `log` (or `report()` when `final`)."""
 
     def __init__(self, env_id: str, options: CheckOptions, run_dir: Path, *,
-                 slots: threading.Semaphore, pytest: bool = False) -> None:
+                 slots: threading.Semaphore, pytest: bool = False,
+                 plan_only: bool = False) -> None:
         self.env_id = env_id
+        self.plan_only = plan_only
+        """The worker loads the env, announces its plan and stops (`vfcheck.isolation.worker`)."""
         self.options = options
         self.slots = slots
         """Env workers running at once in the front end (`RunOptions.envs_at_once`): the
@@ -127,7 +130,7 @@ class EnvCheck:
             "golden_record": self.options.record_golden_command(self.env_id,
                                                                  pytest=self.pytest),
             "skip": sorted(skip, key=str), "isolate": sorted(isolate, key=str),
-            "blocked": self.blocked,
+            "blocked": self.blocked, "plan_only": self.plan_only,
             "setup_failed": sorted(
                 i for (check, i), f in self.log.findings.items()
                 if check == "setup" and i is not None and f.bad),

@@ -11,6 +11,9 @@ kill on. A restarted worker gets the spec's `blocked` list, what earlier stalls 
 `{"index", "stage", "by", "what"}`, and fails without running them the units of that task
 whose check runs that stage (`CheckSpec.stages`): verifiers would run the same hook again.
 
+With `plan_only` in its spec the worker stops once it has announced the plan (the xdist
+controller's: it needs every env's items, its workers check the envs).
+
 `python -m vfcheck.isolation.worker --hashes` prints the `Task.hash` list of the env's tasks as one
 JSON line instead (the `determinism.load` check runs it under another PYTHONHASHSEED, from
 the start of the run, so that its verifiers import overlaps this worker's).
@@ -88,9 +91,11 @@ class Worker:
         import verifiers
 
         ctx = self.ctx
+        plan_only = bool(self.spec.get("plan_only"))
         async with ctx:
             for spec in self.selected:
-                if spec.prepare is not None and (spec.id, None) not in ctx.skip:
+                if spec.prepare is not None and (spec.id, None) not in ctx.skip \
+                        and not plan_only:
                     spec.prepare(ctx)
             ctx.verifiers_version = verifiers.__version__
             self.emit("ready", verifiers=verifiers.__version__, python=sys.version.split()[0])
@@ -107,13 +112,15 @@ class Worker:
                 tiers=[{"role": r.role, "tier": r.tier, "harness": r.harness,
                         "reason": r.reason} for r in ctx.tiers],
             )
+            if plan_only:  # the xdist controller's: its workers run the checks
+                return
             # the mock answers model (and judge) calls of every check; if the lab cannot open
             # (a harness program that cannot be prepared offline), each check that plays an
             # episode gets an `error` finding saying why, and the others still run
             with contextlib.suppress(Exception):
                 await episode_lab(ctx)
             await self.run_units(self.units("run"))
-        for unit in self.units("after"):  # verifiers has closed its runners
+        for unit in [] if plan_only else self.units("after"):  # verifiers closed its runners
             await self.run_unit(REGISTRY[unit[0]], None)
 
     async def run_unit(self, spec: CheckSpec, task: Any) -> Finding:

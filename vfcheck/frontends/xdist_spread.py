@@ -1,0 +1,46 @@
+"""How `pytest -n N` spreads the envs over the xdist workers (`vfcheck.frontends.
+pytest_session` says who does what): the keys the controller and its workers exchange, the
+`--dist` modes that keep an env's items on one worker, and what a worker has queued.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+SPREAD_KEY = "vfcheck_spread"
+"""workerinput: the envs are spread (the controller decides: xdist resets `--dist` on its
+workers)."""
+PLANS_KEY = "vfcheck_plans"
+"""workerinput of a remote worker: each env's plan (None: it did not load). A worker on this
+machine reads them from the run dir's event logs instead, so that its start-up need not
+wait for the envs to load."""
+REPORTS_KEY = "vfcheck_reports"
+"""workeroutput: the env reports a spreading xdist worker checked (JSON text)."""
+SPREADING_DIST = ("loadscope", "loadfile")
+"""xdist modes that run all of an env's items on one worker (an env's item ids
+`env::check[i]` are one scope and one "file"), so that worker can check the env. Not
+`loadgroup`: xdist 3.8 marks an item's group by rewriting `item._nodeid`, which pytest 9 no
+longer reads, so `xdist_group` marks group nothing."""
+
+
+def spreads_envs(config: pytest.Config) -> bool:
+    """Whether each env is checked on the xdist worker that runs its items."""
+    if hasattr(config, "workerinput"):
+        return bool(config.workerinput.get(SPREAD_KEY))
+    tx = getattr(config.option, "tx", None)
+    return bool(tx) and getattr(config.option, "dist", "no") in SPREADING_DIST
+
+
+def queued_items(session: pytest.Session) -> list[pytest.Item]:
+    """The items xdist has sent this worker and not run yet, so that their envs' checks
+    start now, in parallel (up to `envs_at_once`), not one env after another as the items
+    come. Read from xdist's worker queue (`WorkerInteractor.torun`, under its lock): no
+    hook tells; where xdist keeps it otherwise this is empty and envs start at their first
+    item."""
+    for plugin in session.config.pluginmanager.get_plugins():
+        queue = getattr(plugin, "torun", None)
+        if queue is not None and callable(getattr(queue, "lock", None)):
+            with queue.lock() as indices:
+                queued = [i for i in indices if isinstance(i, int)]
+            return [session.items[i] for i in queued if i < len(session.items)]
+    return []
