@@ -179,53 +179,92 @@ def cmd_check(args: argparse.Namespace) -> int:
         try:
             check_run.start()
             for check in check_run.checks.values():
-                _follow(console, check, check_run.checkpoint)
+                _follow(console, check, check_run.checkpoint, verbose=run.verbose)
         except KeyboardInterrupt as interrupt:  # and SIGTERM's `Terminated`
             check_run.interrupted(interrupt)
-            _show(console, check_run.finish())
+            _show(console, check_run.finish(), verbose=run.verbose)
             raise
         reports = check_run.finish()
-    _show(console, reports)
+    _show(console, reports, verbose=run.verbose)
     return check_run.exit_code(reports)
 
 
-def _follow(console: Any, check: Any, checkpoint: Callable[[], None]) -> None:
-    """Print each finding of `check` as it arrives, one line, until the run is final;
-    `checkpoint` after new ones (the JSON report of what was found so far)."""
+def _follow(console: Any, check: Any, checkpoint: Callable[[], None], *,
+            verbose: bool) -> None:
+    """Show each finding of `check` as it arrives until the run is final: a pytest mark
+    on the env's one line, or (`verbose`) a line each; `checkpoint` after new ones (the
+    JSON report of what was found so far)."""
+    from rich.markup import escape
+
+    from vfcheck.frontends.outcome_grid import MARKS
+    from vfcheck.frontends.report import OUTCOME_STYLE
+
     shown: set[Any] = set()
-    style = {"passed": "green", "failed": "red", "error": "magenta", "skipped": "yellow"}
-    while True:
-        check.log.poll()
-        for unit, finding in list(check.log.findings.items()):
-            if unit not in shown:
+    if not verbose:
+        console.print(f"{check.env_id} ", end="", highlight=False, markup=False, soft_wrap=True)
+    try:
+        while True:
+            check.log.poll()
+            for unit, finding in list(check.log.findings.items()):
+                if unit in shown:
+                    continue
                 shown.add(unit)
+                style = OUTCOME_STYLE.get(finding.outcome, "white")
+                if not verbose:
+                    console.print(f"[{style}]{MARKS.get(finding.outcome, '?')}[/]", end="",
+                                  highlight=False, soft_wrap=True)
+                    continue
                 where = "" if finding.task is None else f"[{finding.task.index}]"
-                console.print(f"  {check.env_id} {finding.check}{where} "
-                              f"[{style.get(finding.outcome, 'white')}]{finding.outcome}[/]",
-                              highlight=False)
-        checkpoint()
-        if check.log.final:
-            return
-        check.join(timeout=0.2)
+                console.print(f"  {escape(check.env_id)} {escape(finding.check)}{where} "
+                              f"[{style}]{finding.outcome}[/]", highlight=False)
+            checkpoint()
+            if check.log.final:
+                return
+            check.join(timeout=0.2)
+    finally:
+        if not verbose:
+            console.print()
 
 
-def _show(console: Any, reports: list[EnvReport]) -> None:
-    """A table per env, the whole message of each failure below it, the golden summary."""
+def _show(console: Any, reports: list[EnvReport], *, verbose: bool = False) -> None:
+    """Per env: its counts and family x task grid of marks, the rows of its failures and
+    errors (`verbose`: a row per finding) with their whole messages, the golden summary
+    and the probe table; the summary line last."""
+    from vfcheck.findings import EnvReport
+    from vfcheck.frontends.outcome_grid import counts_text
     from vfcheck.frontends.probe_table import probe_table
-    from vfcheck.frontends.report import failure_text, findings_table, golden_summary
+    from vfcheck.frontends.report import (
+        compact_lines,
+        failure_text,
+        findings_table,
+        golden_summary,
+    )
+
+    def plain(line: str) -> None:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     for report in reports:
-        console.print(findings_table(report))
+        if verbose:
+            console.print(findings_table(report))
+        else:
+            for line in compact_lines(report, width=max(60, console.width)):
+                plain(line)
+            if report.bad:
+                console.print(findings_table(report, every=False))
         for text in failure_text(report):
-            console.print(text, highlight=False, markup=False, soft_wrap=True)
+            plain(text)
         if (golden := golden_summary(report)) is not None:
-            console.print(golden, highlight=False, markup=False, soft_wrap=True)
+            plain(golden)
         if (probes := probe_table(report)) is not None:
             for line in probes.lines():
-                console.print(line, highlight=False, markup=False, soft_wrap=True)
+                plain(line)
     failing = [f for r in reports for f in r.findings if f.bad]
     if failing:
         console.print(f"[bold red]{len(failing)} finding(s) failed or errored[/]")
+    if reports:
+        everything = EnvReport(id="all", findings=[f for r in reports for f in r.findings])
+        plain(f"vfcheck: {counts_text(everything)} ({len(reports)} env"
+              f"{'' if len(reports) == 1 else 's'})")
 
 
 def _conclude(console: Any, reports: list[EnvReport], run: RunOptions, *,
@@ -233,12 +272,19 @@ def _conclude(console: Any, reports: list[EnvReport], run: RunOptions, *,
     """Findings made in this process (`--from-validate`, `vfcheck library`): shown, written
     to the reports asked for; the exit code."""
     from vfcheck.frontends.report import json_report, write_json, write_junit
+    from vfcheck.frontends.step_summary import append_step_summary
 
-    _show(console, reports)
+    _show(console, reports, verbose=run.verbose)
+    report = json_report(reports, verifiers=verifiers, seed=seed)
     if run.json is not None:
-        write_json(Path(run.json), json_report(reports, verifiers=verifiers, seed=seed))
+        write_json(Path(run.json), report)
     if run.junit_xml is not None:
         write_junit(Path(run.junit_xml), reports)
+    if run.html is not None:
+        from vfcheck.frontends.html_report import write_html
+
+        write_html(Path(run.html), report)
+    append_step_summary(reports)
     return EXIT_FAILED if any(report.bad for report in reports) else EXIT_OK
 
 

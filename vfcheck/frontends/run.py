@@ -157,13 +157,23 @@ class CheckRun:
         return reports
 
     def _write(self, reports: list[EnvReport], *, junit: bool = False) -> None:
+        """The JSON report; at the end (`junit`) the JUnit XML, the HTML report and the
+        step summary too."""
         from vfcheck.frontends.report import json_report, write_json, write_junit
 
+        report = json_report(reports, verifiers=verifiers_version(), seed=self.options.seed)
         if self.run.json:
-            write_json(Path(self.run.json), json_report(
-                reports, verifiers=verifiers_version(), seed=self.options.seed))
+            write_json(Path(self.run.json), report)
         if junit and self.run.junit_xml and self.front == "cli":  # pytest writes its own
             write_junit(Path(self.run.junit_xml), reports)
+        if junit and self.run.html:
+            from vfcheck.frontends.html_report import write_html
+
+            write_html(Path(self.run.html), report)
+        if junit:
+            from vfcheck.frontends.step_summary import append_step_summary
+
+            append_step_summary(reports)
         self._written = (time.monotonic(), sum(len(report.findings) for report in reports))
 
     def exit_code(self, reports: list[EnvReport]) -> int:
