@@ -289,6 +289,13 @@ def test_env_text_is_escaped_in_the_browser(tmp_path: Path) -> None:
     dom = parse(dump_dom(page, tmp_path / "profile"))
     assert not dom.find("img") and not dom.find("script")
     assert sum(attack in e.text for e in dom.find("pre")) >= 6
+    # the conversation's parts, each in its own box
+    assert [m.classes - {"msg"} for m in dom.find("div", "msg")] == [
+        {"user"}, {"assistant"}, {"tool"}, {"judge"}]
+    (call,) = dom.find("div", "toolcall")
+    assert call.text.startswith(f"tool call {attack} (id {attack})")
+    (judge,) = dom.find("div", "judge")
+    assert judge.text.startswith(f"judge call · {attack}") and "judge replied" in judge.text
 
 
 @pytest.mark.slow
