@@ -299,7 +299,9 @@ def test_env_text_is_escaped_in_the_browser(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_pytest_vf_html_writes_the_report(pytester: pytest.Pytester, fixtures_dir: Path) -> None:
+def test_pytest_vf_html_writes_the_report_and_the_step_summary(
+        pytester: pytest.Pytester, fixtures_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "summary.md"))
     result = pytester.runpytest_subprocess(
         "--vf-env", "vfc-echo", f"--vf-path={fixtures_dir}", "--vf-checks", "episode",
         "--vf-sample", "1", "--vf-html=out/report.html", "-p", "no:cacheprovider")
@@ -310,3 +312,5 @@ def test_pytest_vf_html_writes_the_report(pytester: pytest.Pytester, fixtures_di
     assert all(c.attrs["href"].lstrip("#") in dom.ids for c in cells)
     assert [m.classes - {"msg"} for m in dom.find("div", "msg")] == [
         {"system"}, {"user"}, {"assistant"}]
+    summary = (pytester.path / "summary.md").read_text()
+    assert "| vfc-echo | 0 | 0 | 2 | 0 | 0 |" in summary and "| episode |  | `.` |" in summary
