@@ -275,15 +275,15 @@ def _conclude(console: Any, reports: list[EnvReport], run: RunOptions, *,
     from vfcheck.frontends.step_summary import append_step_summary
 
     _show(console, reports, verbose=run.verbose)
-    report = json_report(reports, verifiers=verifiers, seed=seed)
+    data = json_report(reports, verifiers=verifiers, seed=seed)
     if run.json is not None:
-        write_json(Path(run.json), report)
+        write_json(Path(run.json), data)
     if run.junit_xml is not None:
         write_junit(Path(run.junit_xml), reports)
     if run.html is not None:
         from vfcheck.frontends.html_report import write_html
 
-        write_html(Path(run.html), report)
+        write_html(Path(run.html), data)
     append_step_summary(reports)
     return EXIT_FAILED if any(report.bad for report in reports) else EXIT_OK
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,16 @@ def _summary(envs: list[tuple[EnvReport, dict[str, Any]]]) -> str:
     return "".join(rows) + "</table>"
 
 
+def _guarded(render: Callable[..., str], *args: Any, **kwargs: Any) -> str:
+    """`render(...)`, or a note where the data had a shape it did not expect (details come
+    from env code and verifiers' records): one odd finding never costs the whole page."""
+    try:
+        return render(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - shown on the page instead
+        return (f'<p class="meta">vfcheck could not draw this part ({esc(type(e).__name__)}: '
+                f"{esc(e)}); the JSON report holds it</p>")
+
+
 def anchor(env_number: int, finding_number: int) -> str:
     """The id of a finding's section: numbers only, so no env text reaches an id."""
     return f"f{env_number}-{finding_number}"
@@ -103,11 +114,11 @@ def _env_section(number: int, env: EnvReport, data: dict[str, Any]) -> str:
     if episodes:
         parts.append("<h3>Sampled episodes</h3>")
         # failed episodes open, and the first one: a reader sees a conversation at once
-        parts += [episode_html(f"ep{number}-{f.task.index}", f, open_=f.bad or k == 0,
-                               link=anchor(number, i))
+        parts += [_guarded(episode_html, f"ep{number}-{f.task.index}", f,
+                           open_=f.bad or k == 0, link=anchor(number, i))
                   for k, (i, f) in enumerate(episodes) if f.task is not None]
     parts.append("<h3>Findings</h3>")
-    parts += [_finding(number, i, f, env) for i, f in enumerate(env.findings)]
+    parts += [_guarded(_finding, number, i, f, env) for i, f in enumerate(env.findings)]
     parts.append("</section>")
     return "\n".join(parts)
 
