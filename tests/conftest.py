@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,13 @@ def verifiers_fixtures() -> Path:
     if not (path / "echo_v1.py").exists():
         pytest.skip(f"no echo_v1.py in {path}")
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_step_summary() -> Iterator[None]:
+    """The suite's own vfcheck runs append no summary to a CI job's page (GitHub Actions
+    sets `GITHUB_STEP_SUMMARY` for the step that runs the tests); session-wide, so that
+    module-scoped runs see it unset too."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+        yield

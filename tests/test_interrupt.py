@@ -59,7 +59,7 @@ def test_interrupting_check_keeps_findings_and_leaves_no_process(
     report = tmp_path / "report.json"
     # a hanging setup keeps the run busy long enough to interrupt it mid-way
     proc, children = start_until(
-        [sys.executable, "-m", "vfcheck", "check", "vfc-broken-setup-hang", "--path",
+        [sys.executable, "-m", "vfcheck", "check", "vfc-broken-setup-hang", "-v", "--path",
          str(fixtures_dir), "--timeout", "120", "--json", str(report)],
         tmp_path, "setup[0] passed")
     proc.send_signal(sig)
@@ -102,7 +102,9 @@ def test_interrupting_pytest_vf_env_keeps_reports_and_leaves_no_process(
 
 
 def check_run(fixtures_dir: Path, report: Path) -> list[str]:
-    return [sys.executable, "-m", "vfcheck", "check", "vfc-broken-setup-hang", "--path",
+    """`-v`: a line per finding as it arrives, which `start_until` waits for (without it,
+    `vfcheck check` prints a mark per finding on the env's one line, as pytest does)."""
+    return [sys.executable, "-m", "vfcheck", "check", "vfc-broken-setup-hang", "-v", "--path",
             str(fixtures_dir), "--timeout", "120", "--json", str(report)]
 
 

@@ -392,6 +392,13 @@ OPTIONS: tuple[Option, ...] = (
            "the K-th, the same on every machine (CI matrices; join the reports with "
            "`vfcheck merge`). A shard left with no env passes, saying so", cli=("--shard",),
            pytest="--vf-shard", metavar="K/N", scope="run"),
+    Option("html", "path", "write the HTML report: one self-contained file (the outcome "
+           "matrix, episodes, notify timelines, golden diffs, reward probes)",
+           cli=("--html",), pytest="--vf-html", commands=("check", "library"),
+           metavar="FILE", path="output", scope="run"),
+    Option("verbose", "flag", "print every finding's row, not only failures and errors "
+           "(pytest: its own `-v`)", default=False, shown_default="off",
+           cli=("-v", "--verbose"), commands=("check", "library"), scope="run"),
     Option("from_validate", "path", "grade an existing vf-validate run directory instead",
            cli=("--from-validate",), metavar="RUN_DIR", scope="run"),
     Option("only", "text", "run only these items, e.g. 'gold[1]' or 'lifecycle'", default=[],

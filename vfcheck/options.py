@@ -118,6 +118,8 @@ class RunOptions:
     json: str | None = field(default_factory=default_of("json"))
     junit_xml: str | None = field(default_factory=default_of("junit_xml"))
     shard: Shard | None = field(default_factory=default_of("shard"))
+    html: str | None = field(default_factory=default_of("html"))
+    verbose: bool = field(default_factory=default_of("verbose"))
     from_validate: str | None = field(default_factory=default_of("from_validate"))
     only: list[str] = field(default_factory=default_of("only"))
     library: bool = field(default_factory=default_of("library"))

@@ -54,8 +54,10 @@ async def golden(ctx: CheckContext, task: Any) -> Finding:
             f"comparison was made (see determinism.replay[{task.data.idx}])",
             golden={"action": "nondeterministic", "path": str(path)}, diff=moved)
     settled = plan.book.settle(identity, documents[0])
-    details = {"golden": {"action": settled.action, "path": str(path)},
-               "diff": settled.diff}
+    details: dict[str, Any] = {"golden": {"action": settled.action, "path": str(path)},
+                               "diff": settled.diff}
+    if settled.action == "mismatch":  # golden and now, side by side in the HTML report
+        details["changes"] = [list(change) for change in settled.changes]
     if settled.outcome == "failed":
         message = (f"{ctx.where(task)}: golden failed — {settled.observed}\n"
                    f"Contract: {spec.contract}.")

@@ -360,34 +360,51 @@ def cmd_check(args: argparse.Namespace) -> int:
         try:
             check_run.start()
             for check in check_run.checks.values():
-                _follow(console, check, check_run.checkpoint)
+                _follow(console, check, check_run.checkpoint, verbose=run.verbose)
         except KeyboardInterrupt as interrupt:  # and SIGTERM's `Terminated`
             check_run.interrupted(interrupt)
-            show_reports(console, check_run.finish())
+            show_reports(console, check_run.finish(), verbose=run.verbose)
             raise
         reports = check_run.finish()
-    show_reports(console, reports)
+    show_reports(console, reports, verbose=run.verbose)
     return check_run.exit_code(reports)
 
 
-def _follow(console: Any, check: Any, checkpoint: Callable[[], None]) -> None:
-    """Print each finding of `check` as it arrives, one line, until the run is final;
-    `checkpoint` after new ones (the JSON report of what was found so far)."""
+def _follow(console: Any, check: Any, checkpoint: Callable[[], None], *,
+            verbose: bool) -> None:
+    """Show each finding of `check` as it arrives until the run is final: a pytest mark
+    on the env's one line, or (`verbose`) a line each; `checkpoint` after new ones (the
+    JSON report of what was found so far)."""
+    from rich.markup import escape
+
+    from vfcheck.frontends.outcome_grid import MARKS
+    from vfcheck.frontends.report import OUTCOME_STYLE
+
     shown: set[Any] = set()
-    style = {"passed": "green", "failed": "red", "error": "magenta", "skipped": "yellow"}
-    while True:
-        check.log.poll()
-        for unit, finding in list(check.log.findings.items()):
-            if unit not in shown:
+    if not verbose:
+        console.print(f"{check.env_id} ", end="", highlight=False, markup=False, soft_wrap=True)
+    try:
+        while True:
+            check.log.poll()
+            for unit, finding in list(check.log.findings.items()):
+                if unit in shown:
+                    continue
                 shown.add(unit)
+                style = OUTCOME_STYLE.get(finding.outcome, "white")
+                if not verbose:
+                    console.print(f"[{style}]{MARKS.get(finding.outcome, '?')}[/]", end="",
+                                  highlight=False, soft_wrap=True)
+                    continue
                 where = "" if finding.task is None else f"[{finding.task.index}]"
-                console.print(f"  {check.env_id} {finding.check}{where} "
-                              f"[{style.get(finding.outcome, 'white')}]{finding.outcome}[/]",
-                              highlight=False)
-        checkpoint()
-        if check.log.final:
-            return
-        check.join(timeout=0.2)
+                console.print(f"  {escape(check.env_id)} {escape(finding.check)}{where} "
+                              f"[{style}]{finding.outcome}[/]", highlight=False)
+            checkpoint()
+            if check.log.final:
+                return
+            check.join(timeout=0.2)
+    finally:
+        if not verbose:
+            console.print()
 
 
 def _conclude(console: Any, reports: list[EnvReport], run: RunOptions, *,
@@ -395,14 +412,20 @@ def _conclude(console: Any, reports: list[EnvReport], run: RunOptions, *,
     """Findings made in this process (`--from-validate`, `vfcheck library`): shown, written
     to the reports asked for; the exit code."""
     from vfcheck.frontends.report import json_report, show_reports, write_json, write_junit
+    from vfcheck.frontends.step_summary import append_step_summary
 
-    show_reports(console, reports)
+    show_reports(console, reports, verbose=run.verbose)
+    shard = run.shard.as_dict(run.envs) if run.shard is not None else None
+    data = json_report(reports, verifiers=verifiers, seed=seed, shard=shard)
     if run.json is not None:
-        shard = run.shard.as_dict(run.envs) if run.shard is not None else None
-        write_json(Path(run.json), json_report(reports, verifiers=verifiers, seed=seed,
-                                               shard=shard))
+        write_json(Path(run.json), data)
     if run.junit_xml is not None:
         write_junit(Path(run.junit_xml), reports)
+    if run.html is not None:
+        from vfcheck.frontends.html_report import write_html
+
+        write_html(Path(run.html), data)
+    append_step_summary(reports)
     return EXIT_FAILED if any(report.bad for report in reports) else EXIT_OK
 
 

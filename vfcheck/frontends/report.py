@@ -37,19 +37,38 @@ def short_message(finding: Finding) -> str:
     return first
 
 
-def findings_table(env: EnvReport) -> Table:
-    counts = ", ".join(f"{n} {k}" for k, n in env.counts().items() if n)
-    table = Table(title=f"{env.id}: {counts or 'no findings'}", title_justify="left")
+def findings_table(env: EnvReport, *, every: bool = True) -> Table:
+    """A row per finding (`every`), or per failed or errored one: `-v`, or the compact
+    report's failures."""
+    from vfcheck.frontends.outcome_grid import counts_text, short_key
+
+    table = Table(title=f"{env.id}: {counts_text(env)}" if every else f"{env.id} failures",
+                  title_justify="left")
     table.add_column("check", no_wrap=True)
     table.add_column("task", overflow="fold")
     table.add_column("outcome", no_wrap=True)
     table.add_column("message", overflow="fold")
     for f in env.findings:
-        task = "-" if f.task is None else f"{f.task.index} {table_cell(f.task.key, 24)}"
+        if not (every or f.bad):
+            continue
+        task = "-" if f.task is None else f"{f.task.index} {short_key(f.task.key, 24)}"
         table.add_row(escape(f.check), escape(task),  # env text is no rich markup
                       f"[{OUTCOME_STYLE[f.outcome]}]{f.outcome}[/]",
                       escape(table_cell(short_message(f), 90)))
     return table
+
+
+def compact_lines(env: EnvReport, width: int = 100) -> list[str]:
+    """pytest's report for one env: its counts, then its family x task grid of marks
+    (`.` passed, `F` failed, `E` error, `s` skipped, `x` expected) and what the task
+    columns are."""
+    from vfcheck.frontends.outcome_grid import counts_text, outcome_grid
+
+    grid = outcome_grid(env)
+    lines = [f"{env.id}: {counts_text(env)}", *grid.lines(width)]
+    if grid.tasks:
+        lines.append(f"  {grid.legend()}")
+    return lines
 
 
 def failure_text(env: EnvReport) -> list[str]:
@@ -92,22 +111,39 @@ def golden_summary(env: EnvReport) -> str | None:
     return line
 
 
-def show_reports(console: Any, reports: list[EnvReport]) -> None:
-    """A table per env, the whole message of each failure below it, the golden summary."""
+def show_reports(console: Any, reports: list[EnvReport], *, verbose: bool = False) -> None:
+    """Per env: its counts and family x task grid of marks, the rows of its failures and
+    errors (`verbose`: a row per finding) with their whole messages, the golden summary
+    and the probe table; the summary line last."""
+    from vfcheck.findings import EnvReport
+    from vfcheck.frontends.outcome_grid import counts_text
     from vfcheck.frontends.probe_table import probe_table
 
+    def plain(line: str) -> None:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+
     for report in reports:
-        console.print(findings_table(report))
+        if verbose:
+            console.print(findings_table(report))
+        else:
+            for line in compact_lines(report, width=max(60, console.width)):
+                plain(line)
+            if report.bad:
+                console.print(findings_table(report, every=False))
         for text in failure_text(report):
-            console.print(text, highlight=False, markup=False, soft_wrap=True)
+            plain(text)
         if (golden := golden_summary(report)) is not None:
-            console.print(golden, highlight=False, markup=False, soft_wrap=True)
+            plain(golden)
         if (probes := probe_table(report)) is not None:
             for line in probes.lines():
-                console.print(line, highlight=False, markup=False, soft_wrap=True)
+                plain(line)
     failing = [f for r in reports for f in r.findings if f.bad]
     if failing:
         console.print(f"[bold red]{len(failing)} finding(s) failed or errored[/]")
+    if reports:
+        everything = EnvReport(id="all", findings=[f for r in reports for f in r.findings])
+        plain(f"vfcheck: {counts_text(everything)} ({len(reports)} env"
+              f"{'' if len(reports) == 1 else 's'})")
 
 
 def json_report(

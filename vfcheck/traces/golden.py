@@ -27,7 +27,7 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from vfcheck.findings import Outcome
 from vfcheck.paths import shown_path as shown_path  # where it lived first
 from vfcheck.paths import write_refusal
-from vfcheck.traces.normalize import trace_diff
+from vfcheck.traces.normalize import trace_changes
 
 FORMAT = 1
 """The golden file layout; bump it (and re-record) when the header or view changes shape."""
@@ -104,7 +104,12 @@ def hide_content_hash(traces: list[dict[str, Any]], source: str) -> list[dict[st
 
 def golden_diff(stored: Any, current: Any) -> list[str]:
     """`trace_diff` of two golden documents, without the fields that are not compared."""
-    return trace_diff(_compared(stored), _compared(current))
+    return [f"{path}: {was} -> {now}" for path, was, now in golden_changes(stored, current)]
+
+
+def golden_changes(stored: Any, current: Any) -> list[tuple[str, str, str]]:
+    """`golden_diff` as `(path, golden, now)` triples (the HTML report's two columns)."""
+    return trace_changes(_compared(stored), _compared(current))
 
 
 def _compared(document: Any) -> Any:
@@ -126,6 +131,8 @@ class Settled:
     action: str
     """`matched`, `recorded`, `updated`, `missing`, `mismatch`, `corrupt` or `refused`."""
     diff: list[str] = field(default_factory=list)
+    changes: list[tuple[str, str, str]] = field(default_factory=list)
+    """The diff as `(path, golden, now)`: the finding's details carry it on a mismatch."""
 
 
 @dataclass
@@ -186,7 +193,8 @@ class GoldenBook:
                                "JSON)", "updated")
             return Settled("failed", f"the golden file {shown} is not valid JSON ({e}); "
                            f"re-record it with: {self.record}", "corrupt")
-        diff = golden_diff(stored, document)
+        changes = golden_changes(stored, document)
+        diff = [f"{path}: {was} -> {now}" for path, was, now in changes]
         if not diff:
             return Settled("passed", f"matches golden trace {shown}", "matched")
         if self.update:
@@ -202,7 +210,7 @@ class GoldenBook:
             + "\n".join(f"  {line}" for line in shown_lines)
             + (f"\n  (+{more} more)" if more > 0 else "")
             + f"\nIf the change is intended, update the golden trace with: {self.record}",
-            "mismatch", diff,
+            "mismatch", diff, changes,
         )
 
     def unused(self, identities: Sequence[str]) -> list[Path]:

@@ -393,9 +393,15 @@ def trace_diff(old: Any, new: Any) -> list[str]:
     `rewards.echoed.score`). Lists are aligned first, so an inserted message is one
     `(absent) -> ...` line, not a shift of every later one; removed items are numbered as
     in `old`, added and changed ones as in `new`."""
-    lines: list[str] = []
-    _diff(old, new, "", lines)
-    return lines
+    return [f"{path}: {was} -> {now}" for path, was, now in trace_changes(old, new)]
+
+
+def trace_changes(old: Any, new: Any) -> list[tuple[str, str, str]]:
+    """`trace_diff` as `(path, old, new)` triples, for reports that set the two sides
+    side by side (each side shown as in the diff line)."""
+    changes: list[tuple[str, str, str]] = []
+    _diff(old, new, "", changes)
+    return changes
 
 
 def _join(path: str, key: str) -> str:
@@ -404,16 +410,16 @@ def _join(path: str, key: str) -> str:
     return f"{path}[{json.dumps(key)}]"
 
 
-def _diff(old: Any, new: Any, path: str, lines: list[str]) -> None:
+def _diff(old: Any, new: Any, path: str, changes: list[tuple[str, str, str]]) -> None:
     if isinstance(old, dict) and isinstance(new, dict):
         for key in [*old, *(k for k in new if k not in old)]:
             where = _join(path, str(key))
             if key not in new:
-                lines.append(f"{where}: {_show(old[key])} -> {_ABSENT}")
+                changes.append((where, _show(old[key]), _ABSENT))
             elif key not in old:
-                lines.append(f"{where}: {_ABSENT} -> {_show(new[key])}")
+                changes.append((where, _ABSENT, _show(new[key])))
             else:
-                _diff(old[key], new[key], where, lines)
+                _diff(old[key], new[key], where, changes)
         return
     if isinstance(old, list) and isinstance(new, list):
         if _fingerprint(old) == _fingerprint(new):  # by text: NaN equals NaN here
@@ -426,14 +432,14 @@ def _diff(old: Any, new: Any, path: str, lines: list[str]) -> None:
                 continue
             paired = min(i2 - i1, j2 - j1)
             for k in range(paired):
-                _diff(old[i1 + k], new[j1 + k], f"{path}[{j1 + k}]", lines)
+                _diff(old[i1 + k], new[j1 + k], f"{path}[{j1 + k}]", changes)
             for k in range(i1 + paired, i2):
-                lines.append(f"{path}[{k}]: {_show(old[k])} -> {_ABSENT}")
+                changes.append((f"{path}[{k}]", _show(old[k]), _ABSENT))
             for k in range(j1 + paired, j2):
-                lines.append(f"{path}[{k}]: {_ABSENT} -> {_show(new[k])}")
+                changes.append((f"{path}[{k}]", _ABSENT, _show(new[k])))
         return
     if _fingerprint(old) != _fingerprint(new) or type(old) is not type(new):
-        lines.append(f"{path or '(root)'}: {_pair(old, new)}")
+        changes.append((path or "(root)", *_pair(old, new)))
 
 
 def _fingerprint(value: Any) -> str:
@@ -445,10 +451,11 @@ def _show(value: Any) -> str:
     return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
 
 
-def _pair(old: Any, new: Any) -> str:
-    """`old -> new`; two long strings are cut to a window around their first difference."""
+def _pair(old: Any, new: Any) -> tuple[str, str]:
+    """`old`, `new` shown; two long strings are cut to a window around their first
+    difference."""
     if not (isinstance(old, str) and isinstance(new, str)) or max(len(old), len(new)) <= 60:
-        return f"{_show(old)} -> {_show(new)}"
+        return _show(old), _show(new)
     first = next(
         (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b),
         min(len(old), len(new)),
@@ -460,4 +467,4 @@ def _pair(old: Any, new: Any) -> str:
         shown = json.dumps(cut, ensure_ascii=False)
         return ("…" if start else "") + shown + ("…" if first + 40 < len(text) else "")
 
-    return f"{window(old)} -> {window(new)}"
+    return window(old), window(new)
