@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -21,31 +20,18 @@ from vfcheck.exits import (
     interrupt_code,
     raise_terminated,
 )
+from vfcheck.frontends.cli_args import bounded, resolved
+from vfcheck.frontends.episode_commands import (
+    cmd_init,
+    cmd_mock_server,
+    cmd_record,
+    cmd_run,
+)
 
 if TYPE_CHECKING:
     from vfcheck.findings import EnvReport
-    from vfcheck.options import Resolved, RunOptions
+    from vfcheck.options import RunOptions
 
-
-def bounded(kind: type[int] | type[float], low: float, high: float | None = None
-            ) -> Callable[[str], Any]:
-    """An argparse type: a finite `kind` in [low, high], else argparse's one-line usage
-    error (exit 2) saying what is allowed."""
-    import math
-
-    allowed = f"{'an integer' if kind is int else 'a number'} >= {low:g}" + (
-        f" and <= {high:g}" if high is not None else "")
-
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
-        if not math.isfinite(value) or value < low or (high is not None and value > high):
-            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
-        return value
-
-    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -134,196 +120,6 @@ def build_parser() -> argparse.ArgumentParser:
                       help="port on 127.0.0.1 (0: a free one; default 8000)")
     add_cli_options(mock, "mock-server")
     return parser
-
-
-def resolved(args: argparse.Namespace, *, pyproject: bool = True) -> Resolved:
-    """The options of `args.command`, checked (`vfcheck.options.resolve`): `[tool.vfcheck]`
-    of the nearest pyproject.toml (`vfcheck check`), overridden by the command line."""
-    from vfcheck.option_table import cli_given
-    from vfcheck.options import resolve
-
-    return resolve(Path.cwd(), cli_given(args, args.command), front="cli",
-                   pyproject=pyproject)
-
-
-def _scripted_model(script: str | None, seed: int | None) -> Any:
-    """The mock's model: the user's script if any (its own seed unless `seed` is given),
-    else the built-in default policy."""
-    from vfcheck.model import ScriptedModel
-    from vfcheck.script import Script
-
-    if script is None:
-        return ScriptedModel(seed=seed or 0)
-    loaded = Script.load(Path(script))
-    return ScriptedModel(loaded.policy(seed), seed=loaded.seed if seed is None else seed,
-                         http=loaded.http_answers())
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    from vfcheck.cassette import misses
-    from vfcheck.episodes.runner import EnvLoadError, EpisodeResult, run_episodes
-    from vfcheck.frontends.run_report import episode_table
-    from vfcheck.isolation.workdirs import owned
-    from vfcheck.script import ScriptError
-
-    console = Console(stderr=True)
-    options = resolved(args, pyproject=False).check  # `vfcheck run` reads no pyproject.toml
-    output = args.output or Path("vfcheck-runs") / args.env / "episodes.jsonl"
-    from vfcheck.option_table import OptionError, unwritable
-
-    if (why := unwritable(output.absolute())) is not None:
-        raise OptionError(f"-o/--output: cannot write {output.absolute()}: {why}")
-    if args.base_url is not None and not args.base_url.startswith(("http://", "https://")):
-        raise OptionError(f"--base-url: {args.base_url!r} is not an http:// or https:// URL "
-                          "(e.g. http://127.0.0.1:8000/v1)")
-    model = None if args.base_url else _scripted_model(options.script, options.seed)
-    progress = Progress(
-        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), console=console, transient=False,
-    )
-    bar = progress.add_task(f"{args.env} (loading)", total=None)
-
-    def started(total: int) -> None:
-        progress.update(bar, total=total, description=args.env)
-
-    def finished(result: EpisodeResult) -> None:
-        progress.advance(bar)
-
-    def follows_script(tasks: list[Any]) -> None:
-        """A script entry that matches no task is the user's mistake: stop before playing."""
-        if options.script is None or options.num_tasks is not None:
-            return
-        from vfcheck.model import TaskRef
-        from vfcheck.paths import shown_path
-        from vfcheck.script import Script, ScriptError
-
-        strays = Script.load(Path(options.script)).unmatched(
-            [TaskRef(t.data.idx, str(t.key)) for t in tasks])
-        if strays:
-            raise ScriptError(f"{shown_path(Path(options.script))}: {' and '.join(strays)} "
-                              f"match{'es' if len(strays) == 1 else ''} no task of env "
-                              f"{args.env!r} ({len(tasks)} task(s), indices 0-"
-                              f"{len(tasks) - 1})")
-
-    try:
-        with owned(), progress:  # HOME: a work dir of this run's own (vfcheck.isolation.workdirs)
-            summary = asyncio.run(run_episodes(
-                args.env, num_tasks=options.num_tasks, rollouts=args.rollouts,
-                concurrency=args.concurrency, harness=options.harness,
-                env_args=options.env_args, model=model, base_url=args.base_url,
-                api_key_var=args.api_key_var, model_name=args.model, timeout=args.timeout,
-                paths=options.paths, output=output,
-                wheels=options.wheels, on_start=started, on_result=finished,
-                on_tasks=follows_script,
-            ))
-    except EnvLoadError as e:
-        print(f"vfcheck: {e}", file=sys.stderr)  # one line, never wrapped
-        return EXIT_FAILED
-    except ScriptError as e:
-        print(f"vfcheck: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    for tier in summary.tiers:
-        console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})")
-    Console().print(episode_table(summary))
-    console.print(f"episodes: {output}")
-    failed = [r.runner_error for r in summary.results if r.runner_error]
-    for error in dict.fromkeys(failed):  # one line each, never wrapped
-        print(f"vfcheck: {failed.count(error)} episode(s): {error}", file=sys.stderr)
-    missed = [] if model is None else misses(model.requests)  # a cassette's unheld turns
-    for miss in missed:
-        print(f"vfcheck: {miss}", file=sys.stderr)
-    errored = [r.errors() for r in summary.results]
-    if summary.results and all(errored):  # e.g. --base-url at a port nothing listens on
-        first = errored[0][0]
-        where = f" (endpoint {args.base_url})" if args.base_url else ""
-        print(f"vfcheck: every episode ({len(errored)}) recorded an error{where}; the first: "
-              f"{' '.join(first.split())[:300]}", file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_FAILED if failed or missed else EXIT_OK
-
-
-def cmd_record(args: argparse.Namespace) -> int:
-    """Record a cassette (`vfcheck.cassette`): the first `-n` tasks (default: the tasks a
-    check run samples, `[tool.vfcheck] sample` or 3) against `--base-url`, written to `-o`.
-    It reads `[tool.vfcheck]` as `vfcheck check` does (paths, env args, harness)."""
-    from rich.console import Console
-
-    from vfcheck.cassette import ApiKeyMissing, RecordError, record, write_cassette
-    from vfcheck.episodes.runner import EnvLoadError
-    from vfcheck.isolation.workdirs import owned
-
-    console = Console(stderr=True)
-    options = resolved(args).check
-    num_tasks = options.sample  # what a check run plays; a pyproject's `num_tasks` is what
-    if args.num_tasks is not None and options.num_tasks is not None:  # it loads: not it
-        num_tasks = options.num_tasks
-    try:
-        with owned():  # HOME: a work dir of this run's own, as `vfcheck run`
-            recording = asyncio.run(record(
-                args.env, base_url=args.base_url, api_key_var=args.api_key_var,
-                model_name=args.model, num_tasks=num_tasks, harness=options.harness,
-                env_args=options.env_args, paths=options.paths, wheels=options.wheels,
-                timeout=args.timeout, concurrency=args.concurrency,
-            ))
-    except (EnvLoadError, RecordError) as e:
-        print(f"vfcheck: {e}", file=sys.stderr)  # one line, never wrapped
-        return EXIT_USAGE if isinstance(e, ApiKeyMissing) else EXIT_FAILED
-    write_cassette(args.output, recording.text)
-    for tier in recording.tiers:
-        console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})",
-                      highlight=False, markup=False)
-    for task in recording.tasks:
-        console.print(f"  [{task.index}] {task.key}: {len(task.turns)} turn(s)",
-                      highlight=False, markup=False)
-        for note in task.notes:
-            print(f"vfcheck: task {task.key!r}: {note}", file=sys.stderr)
-    recorded = sum(1 for task in recording.tasks if task.turns)
-    console.print(f"cassette: {args.output} ({recorded} task(s)); replay it offline: "
-                  f"vfcheck check {args.env} --script {args.output}",
-                  highlight=False, markup=False, soft_wrap=True)
-    return EXIT_OK
-
-
-def cmd_init(args: argparse.Namespace) -> int:
-    """`vfcheck.scaffold`: plan (refusing conflicts, writing nothing), then carry it out."""
-    from vfcheck.options import resolve
-    from vfcheck.scaffold import InitError, init_package, plan_init
-
-    root = Path.cwd()
-    try:
-        plan = plan_init(root, args.envs, args.init_paths,
-                         lambda: Path(resolve(root).check.golden_dir))
-    except InitError as e:
-        print(f"vfcheck: init: {e}", file=sys.stderr)
-        return EXIT_USAGE if e.usage else EXIT_FAILED
-    if not plan.changes:
-        init_package(plan, echo=print)
-        print("nothing to change: vfcheck is set up here. Run: "
-              f"pytest {' '.join('--vf-env ' + env for env in plan.envs)}")
-        return EXIT_OK
-    if not init_package(plan, echo=print):
-        return EXIT_FAILED
-    print(f"next: pytest {' '.join('--vf-env ' + env for env in plan.envs)}  (or: vfcheck "
-          "check); then commit pyproject.toml, .github/workflows/vfcheck.yml and the golden "
-          "traces")
-    return EXIT_OK
-
-
-def cmd_mock_server(args: argparse.Namespace) -> int:
-    from vfcheck.model import serve_forever
-
-    options = resolved(args, pyproject=False).check
-    try:
-        serve_forever(_scripted_model(options.script, options.seed), args.port)
-    except OSError as e:  # the port is taken, or not ours to bind
-        print(f"vfcheck: error: mock-server cannot listen on 127.0.0.1:{args.port}: "
-              f"{e.strerror or e} (use another --port, or --port 0 for a free one)",
-              file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_OK
 
 
 def cmd_check(args: argparse.Namespace) -> int:
