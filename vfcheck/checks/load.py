@@ -189,7 +189,8 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
 
     def load_all() -> tuple[Any, list[Any], list[Any]]:
         with no_network(attempts):
-            env, tiers = load_env(ctx.env_id, ctx.env_args, harness=ctx.harness)
+            env, tiers = load_env(ctx.env_id, ctx.env_args, harness=ctx.harness,
+                                  script_tools=ctx.script_tools)
             return env, tiers, load_tasks(env, ctx.num_tasks)
 
     budget = max(ctx.timeout, LOAD_TIMEOUT)

@@ -28,7 +28,7 @@ async def preview(ctx: CheckContext, task: Any) -> Finding:
     # the three scenarios are independent episodes: played at once, the preview check
     # costs the longest of them (the agent timeout), not their sum
     failed, hung, (cancelled, seen_preview) = await asyncio.gather(
-        lab.play(task, agent_fault(Reply.fault("status", status=500))),
+        lab.play_fault(task, agent_fault(Reply.fault("status", status=500))),
         lab.play_hang(task),
         lab.cancel_mid_request(task),
     )

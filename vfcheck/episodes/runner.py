@@ -60,6 +60,10 @@ class RoleTier:
     tier: HarnessTier
     harness: str
     reason: str
+    settings: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    """The fast harness's config (`FastChatConfig`) besides its id: what it mirrors."""
+    tools: bool = False
+    """The role's tasks offer tools (each episode starts the env's tool servers)."""
 
 
 @dataclass
@@ -126,11 +130,16 @@ class EpisodeResult:
         }
 
 
-def role_tiers(env: Any, requested: HarnessTier) -> list[RoleTier]:
+def role_tiers(env: Any, requested: HarnessTier, *,
+               script_tools: frozenset[str] = frozenset(),
+               real_model: bool = False) -> list[RoleTier]:
     """Decide the tier per role. `fast` applies to a role whose harness is one of
-    verifiers' chat loops (no harness of the env's own) and whose tasks offer no tools;
+    verifiers' chat loops (no harness of the env's own). For a role whose tasks offer tools
+    the fast harness mirrors the replaced one (its prompt and built-in tools) unless the
+    model may call a built-in (`script_tools`: the tool names the script's turns call; a
+    `real_model` may call any), which only the env tier runs where verifiers runs it;
     elsewhere the role keeps the env's harness, and the reason says why."""
-    from vfcheck.compat import chat_program_missing, verifiers_version
+    from vfcheck.compat import chat_program_missing, mcp_client_missing, verifiers_version
 
     taskset = env.taskset
     task_cls = type(taskset).task_type()
@@ -146,14 +155,62 @@ def role_tiers(env: Any, requested: HarnessTier) -> list[RoleTier]:
             tiers.append(RoleTier(role, "fast", hid, "already the fast harness"))
         elif hid not in BUILTIN_CHAT_HARNESSES:
             tiers.append(RoleTier(role, "env", hid, f"the env's own harness {hid!r}"))
-        elif has_tools:
-            tiers.append(RoleTier(role, "env", hid, "the tasks offer tools"))
         elif chat_program_missing():
             tiers.append(RoleTier(role, "env", hid, f"verifiers {verifiers_version()} lacks "
                                   "the bundled chat program the fast tier runs"))
-        else:
+        elif not has_tools:
             tiers.append(RoleTier(role, "fast", HARNESS_ID, f"replaces {hid!r}"))
+        elif (missing := mcp_client_missing()) is not None:
+            tiers.append(RoleTier(role, "env", hid, f"the tasks offer tools and {missing}",
+                                  tools=True))
+        elif (blocker := builtin_blocker(harness, script_tools, real_model)) is not None:
+            tiers.append(RoleTier(role, "env", hid, blocker, tools=True))
+        else:
+            tiers.append(RoleTier(role, "fast", HARNESS_ID,
+                                  f"replaces {hid!r}; the tools run in the env's tool servers",
+                                  mirrored_settings(harness), tools=True))
     return tiers
+
+
+def builtin_tools(harness: Any) -> frozenset[str]:
+    """The built-in tools verifiers' chat loop `harness` offers (its program's `--bash`,
+    `--edit`, `--search`)."""
+    if harness.id != "bash":
+        return frozenset()
+    names = {"bash"}
+    names |= {"edit"} if getattr(harness, "edit", False) else set()
+    names |= {"search"} if getattr(harness, "search", False) else set()
+    return frozenset(names)
+
+
+def builtin_blocker(harness: Any, script_tools: frozenset[str],
+                    real_model: bool = False) -> str | None:
+    """Why a tool role must stay on the env tier for its harness's built-ins, if it must:
+    they run in the harness's runtime, not in the host process."""
+    if getattr(harness, "search", False):
+        return f"{harness.id!r} offers its web search tool (search = true), which needs the network"
+    offered = builtin_tools(harness)
+    if real_model and offered:
+        return (f"a real model may call {', '.join(sorted(offered))}, built-in tools of "
+                f"harness {harness.id!r} that only run in the harness's runtime")
+    called = sorted(offered & script_tools)
+    if called:
+        return (f"the script calls {', '.join(called)}, a built-in tool of harness "
+                f"{harness.id!r} that only runs in the harness's runtime")
+    return None
+
+
+def mirrored_settings(harness: Any) -> dict[str, Any]:
+    """The fast harness's config that reproduces `harness`'s program flags."""
+    if harness.id != "bash":
+        return {"mirrors": "null"}
+    compaction = getattr(harness, "compaction", None)
+    return {
+        "mirrors": "bash",
+        "edit": bool(getattr(harness, "edit", False)),
+        "compaction": compaction is not None,
+        "summarize_at_tokens": getattr(compaction, "summarize_at_tokens", None),
+    }
 
 
 def load_env(
@@ -161,8 +218,13 @@ def load_env(
     env_args: Mapping[str, Any] | None = None,
     *,
     harness: HarnessTier = "fast",
+    script_tools: frozenset[str] = frozenset(),
+    real_model: bool = False,
+    fast_settings: Mapping[str, Any] | None = None,
 ) -> tuple[Any, list[RoleTier]]:
-    """Load `env_id` with verifiers' own loader, offline, and apply the harness tier.
+    """Load `env_id` with verifiers' own loader, offline, and apply the harness tier
+    (`role_tiers`: `script_tools`, `real_model`). `fast_settings` go to every fast role's
+    harness config (`FastChatConfig`, e.g. the fault probes' `max_retries`).
 
     Raises `EnvLoadError` with one line naming the env and the cause."""
     import verifiers.v1 as vf
@@ -170,8 +232,9 @@ def load_env(
     try:
         config = offline_env_config(env_id, env_args)
         env = vf.load_environment(config)
-        tiers = role_tiers(env, harness)
-        pins = {t.role: t.harness for t in tiers if t.tier == "fast"}
+        tiers = role_tiers(env, harness, script_tools=script_tools, real_model=real_model)
+        pins = {t.role: {"id": t.harness, **t.settings, **(fast_settings or {})}
+                for t in tiers if t.tier == "fast"}
         if pins:
             config = offline_env_config(env_id, env_args, harness=pins)
             env = vf.load_environment(config)
@@ -275,16 +338,21 @@ class EnvRunner:
         loaded: tuple[Any, list[RoleTier]] | None = None,
         start_mock: bool = True,
         wheels: str | None = None,
+        script_tools: frozenset[str] = frozenset(),
+        fast_settings: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[EnvRunner]:
         """Load `env_id` (or take the `loaded` env and tiers), route its model calls to
         `model` (a `ScriptedModel`; a default one if None) or to a real `base_url`, and
         hold `env.serving()` open. `start_mock=False` when another runner of the same
         process already intercepts for this model (respx patches process-wide); `wheels`
-        is a folder the harness programs resolve their dependencies from."""
+        is a folder the harness programs resolve their dependencies from; `script_tools` and
+        `fast_settings` go to `load_env`."""
         prepare_process_env(paths, wheels=wheels)
         import verifiers.v1 as vf
 
-        env, tiers = loaded if loaded is not None else load_env(env_id, env_args, harness=harness)
+        env, tiers = loaded if loaded is not None else load_env(
+            env_id, env_args, harness=harness, script_tools=script_tools,
+            real_model=base_url is not None, fast_settings=fast_settings)
         mock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         if base_url is None:
             if model is None:
@@ -432,16 +500,18 @@ async def run_episodes(
     paths: Sequence[str] = (),
     output: Path | None = None,
     wheels: str | None = None,
+    script_tools: frozenset[str] = frozenset(),
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[EpisodeResult], Awaitable[None] | None] | None = None,
 ) -> RunSummary:
     """Play `rollouts` episodes of each of the first `num_tasks` tasks, `concurrency` at
     a time. With `output`, each episode's JSON line is appended (and flushed) as soon as
     it finishes, so an interrupted run keeps every finished episode. An episode whose
-    harness program could not resolve its dependencies keeps that as its runner error."""
+    harness program could not resolve its dependencies keeps that as its runner error.
+    `script_tools`: the tools the script calls (`role_tiers`)."""
     async with EnvRunner.open(
         env_id, env_args=env_args, harness=harness, model=model, base_url=base_url, paths=paths,
-        wheels=wheels,
+        wheels=wheels, script_tools=script_tools,
     ) as runner:
         tasks = load_tasks(runner.env, num_tasks)
         plan = [(task, r) for task in tasks for r in range(rollouts)]

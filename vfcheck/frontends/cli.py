@@ -99,6 +99,12 @@ def _scripted_model(script: str | None, seed: int | None) -> Any:
     return ScriptedModel(loaded.policy(seed), seed=loaded.seed if seed is None else seed)
 
 
+def _script_tools(script: str | None) -> frozenset[str]:
+    from vfcheck.script import Script
+
+    return frozenset() if script is None else Script.load(Path(script)).tool_names()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -130,7 +136,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 concurrency=args.concurrency, harness=options.harness,
                 env_args=options.env_args, model=model, base_url=args.base_url,
                 timeout=args.timeout, paths=options.paths, output=output,
-                wheels=options.wheels, on_start=started, on_result=finished,
+                wheels=options.wheels, script_tools=_script_tools(options.script),
+                on_start=started, on_result=finished,
             ))
     except EnvLoadError as e:
         print(f"vfcheck: {e}", file=sys.stderr)  # one line, never wrapped
