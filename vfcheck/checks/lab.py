@@ -30,16 +30,17 @@ FAST_AGENT_TIMEOUT = 0.5
 FAST_TOOLS_AGENT_TIMEOUT = 1.0
 """The same on the fast tier when the tasks offer tools: the loop first lists the tools of
 the env's tool servers (an MCP handshake each)."""
-FAULT_SETTINGS = {"max_retries": 0}
-"""The fast harness's config for fault episodes: the program's SDK (and stream) retries
-off. A fault repeats on every attempt, so each retry only adds its backoff (~1.4 s a fault
-with the SDK's 2); the first failed call already shows what the checks read."""
+FAULT_SETTINGS = {"max_retries": 1}
+"""The fast harness's config for fault episodes: one SDK (and stream) retry, not the SDK's
+two. A fault repeats on every attempt; the first retry shows what env code does when a call
+is retried (a `@vf.stop` hook runs before it and sees the failed call: vfc-broken-preview),
+the second only adds the longest backoff (~0.9 of the ~1.4 s the two cost)."""
 CANCEL_SETTLE = 5.0
 """Seconds a cancelled episode's previews get to be abandoned before `preview` judges."""
 EPISODES_AT_ONCE = 4
-"""Episodes in flight in one worker when a role plays on the env tier: env-tier episodes
-start harness programs and tool servers, and a 2-core CI machine must not be asked for
-dozens at once."""
+"""Episodes in flight in one worker when a role plays on the env tier or its tasks offer
+tools: such episodes start harness programs or tool servers (an interpreter each), and a
+2-core CI machine must not be asked for dozens at once."""
 FAST_EPISODES_AT_ONCE = 16
 """The same when every role plays on the fast tier: in-process episodes cost ~0.07 s of CPU
 each and spend most of their time waiting (the harness's retry backoff after a fault, the

@@ -63,7 +63,7 @@ class FastChatConfig(vf.HarnessConfig):
     summarize_at_tokens: int | None = None
     max_retries: int = Field(SDK_MAX_RETRIES, ge=0)
     """The program's SDK retries (and its stream retries, which count the same). vfcheck's
-    fault probes set 0: a fault repeated after a backoff tells them nothing new."""
+    fault probes set 1 (`vfcheck.checks.lab.FAULT_SETTINGS`)."""
 
 
 def bash_system_prompt(edit: bool, system: str | None) -> str:
