@@ -65,16 +65,19 @@ class Side:
     label: str
     argv: list[str]
     samples: list[Sample] = field(default_factory=list)
+    ok_rc: tuple[int, ...] = (0,)
+    """Exit codes of a finished run: `vfcheck check` exits 1 when a finding failed (the
+    reward probes' exploits on a fresh folder with no `allow`), which is still a timing."""
 
     def ok_times(self) -> list[float]:
-        return [s.seconds for s in self.samples if s.seconds is not None and s.rc == 0]
+        return [s.seconds for s in self.samples if s.seconds is not None and s.rc in self.ok_rc]
 
     def median(self) -> float | None:
         t = self.ok_times()
         return statistics.median(t) if t else None
 
     def status(self) -> str:
-        bad = [s for s in self.samples if s.seconds is None or s.rc != 0]
+        bad = [s for s in self.samples if s.seconds is None or s.rc not in self.ok_rc]
         if not bad:
             return ""
         s = bad[0]
@@ -101,6 +104,11 @@ def run(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float) -> S
         out = e.output if isinstance(e.output, str) else (e.output or b"").decode(errors="replace")
         return Sample(None, None, out[-2000:], load)
     return Sample(time.perf_counter() - start, p.returncode, p.stdout[-2000:], load)
+
+
+def failed_note(side: Side) -> str:
+    """`exit 1 (findings failed)` when a finished `vfcheck check` reported failures."""
+    return "exit 1 (findings failed)" if any(s.rc == 1 for s in side.samples) else ""
 
 
 def load_range(sides: list[Side]) -> str:
@@ -278,7 +286,9 @@ class Bench:
             ],
             reps,
         )
-        self.row(f"{env_id}: vfcheck check / vf-validate", a, b, target=target)
+        a.ok_rc = c.ok_rc = (0, 1)  # 1: findings failed (a finished check)
+        self.row(f"{env_id}: vfcheck check / vf-validate", a, b, target=target,
+                 note=failed_note(a))
         self.row(
             f"{env_id}: vfcheck check --checks setup,gold,noop / vf-validate", c, b, target="(info)"
         )

@@ -219,12 +219,19 @@ def _follow(console: Any, check: Any, checkpoint: Callable[[], None]) -> None:
 def _show(console: Any, reports: list[EnvReport]) -> None:
     """A table per env, the whole message of each failure below it, the golden summary."""
     from vfcheck.frontends.probe_table import probe_table
-    from vfcheck.frontends.report import failure_text, findings_table, golden_summary
+    from vfcheck.frontends.report import (
+        failure_text,
+        findings_table,
+        golden_summary,
+        tier_summary,
+    )
 
     for report in reports:
         console.print(findings_table(report))
         for text in failure_text(report):
             console.print(text, highlight=False, markup=False, soft_wrap=True)
+        if (tiers := tier_summary(report)) is not None:
+            console.print(tiers, highlight=False, markup=False, soft_wrap=True)
         if (golden := golden_summary(report)) is not None:
             console.print(golden, highlight=False, markup=False, soft_wrap=True)
         if (probes := probe_table(report)) is not None:
