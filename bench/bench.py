@@ -21,6 +21,7 @@ import importlib.metadata as md
 import json
 import os
 import platform
+import resource
 import shlex
 import shutil
 import statistics
@@ -58,6 +59,7 @@ class Sample:
     rc: int | None
     tail: str = ""
     load: float | None = None  # the 1-minute load average when the child started
+    cpu: float | None = None  # user + system CPU seconds of the child and its waited children
 
 
 @dataclass
@@ -87,6 +89,7 @@ class Side:
 
 def run(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float) -> Sample:
     load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     try:
         p = subprocess.run(
@@ -103,7 +106,23 @@ def run(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float) -> S
     except subprocess.TimeoutExpired as e:
         out = e.output if isinstance(e.output, str) else (e.output or b"").decode(errors="replace")
         return Sample(None, None, out[-2000:], load)
-    return Sample(time.perf_counter() - start, p.returncode, p.stdout[-2000:], load)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Sample(time.perf_counter() - start, p.returncode, p.stdout[-2000:], load, cpu)
+
+
+def cpu_ratio(a: Side, b: Side | None) -> str:
+    """Median CPU seconds of each side and their ratio: what load does not skew."""
+    def median(side: Side) -> float | None:
+        cpus = [s.cpu for s in side.samples if s.cpu is not None]
+        return statistics.median(cpus) if cpus else None
+
+    ca, cb = median(a), (median(b) if b else None)
+    if ca is None:
+        return "n/a"
+    if cb is None or cb <= 0:
+        return f"{ca:.1f} s"
+    return f"{ca:.1f} / {cb:.1f} s = {ca / cb:.2f}"
 
 
 def failed_note(side: Side) -> str:
@@ -202,6 +221,7 @@ class Bench:
             "ratio": ratio,
             "target": target,
             "load": load_range([a, *([b] if b else [])]),
+            "cpu": cpu_ratio(a, b),
             "a_loads": [x.load for x in a.samples],
             "b_loads": [x.load for x in b.samples] if b else None,
             "notes": "; ".join(notes),
@@ -210,7 +230,7 @@ class Bench:
         rs = "n/a" if ratio is None else f"{ratio:.2f}"
         print(
             f"=> {what}: {r['a_fmt']} vs {r['b_fmt'] or '-'}  ratio {rs} (target {target}, "
-            f"load {r['load']})"
+            f"load {r['load']}, CPU {r['cpu']})"
             + (f"  [{r['notes']}]" if r["notes"] else ""),
             flush=True,
         )
@@ -618,8 +638,8 @@ class Bench:
             "",
             f"`{show([PY, *sys.argv])}`",
             "",
-            "| measurement | vfcheck (median) | reference (median) | ratio | target | load |",
-            "|---|---|---|---|---|---|",
+            "| measurement | vfcheck (median) | reference (median) | ratio | target | load | CPU |",
+            "|---|---|---|---|---|---|---|",
         ]
         for r in self.rows:
             ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}"
@@ -633,7 +653,7 @@ class Bench:
             head.append(
                 f"| {r['what']}{note} | {r['a_fmt']} | {ref} | "
                 f"{ratio if r['b'] else '—'} | {r['target']}{met if r['b'] else ''} | "
-                f"{r.get('load', 'n/a')} |"
+                f"{r.get('load', 'n/a')} | {r.get('cpu', 'n/a')} |"
             )
         if self.notes:
             head += ["", *[f"- {n}" for n in self.notes]]
