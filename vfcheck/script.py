@@ -241,7 +241,7 @@ class Script(BaseModel):
 
     def tool_names(self) -> frozenset[str]:
         """Every tool a turn of the script calls (a harness built-in among them keeps the
-        role on the env tier: `vfcheck.episodes.runner.role_tiers`)."""
+        role on the env tier: `vfcheck.episodes.tiers.role_tiers`)."""
         turns = [t for task in self.task for t in task.turn]
         turns += self.default.turn if self.default is not None else []
         return frozenset(t.tool for t in turns if t.tool)

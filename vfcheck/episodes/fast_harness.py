@@ -16,7 +16,7 @@ harness; their `mcp_urls` reach this harness as they reach a program's `--mcp-co
 Mirroring `bash` offers its `bash`/`edit` tools and its system prompt, so the model sees the
 same request on both tiers; the built-ins are offered, never run here (the host is not the
 runtime): a call to one answers "unknown tool", and a script that calls one keeps the role on
-the env tier (`vfcheck.episodes.runner.role_tiers`).
+the env tier (`vfcheck.episodes.tiers.role_tiers`).
 
 Importing this module imports verifiers; it is loaded only by verifiers' harness loader.
 """
@@ -38,7 +38,7 @@ from verifiers.v1.dialects.chat import message_to_wire
 from verifiers.v1.harnesses.utils.launch import CHAT_PROGRAM_SOURCE
 from verifiers.v1.runtimes import ProgramResult
 
-from vfcheck.episodes.runner import HARNESS_ID
+from vfcheck.episodes.tiers import HARNESS_ID
 
 SDK_MAX_RETRIES = 2
 """The openai SDK's own default (`openai._constants.DEFAULT_MAX_RETRIES`), which the program

@@ -19,11 +19,12 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from vfcheck.episodes.harness_deps import HarnessDependencyError, dependency_problem
 from vfcheck.episodes.offline import MOCK_API_KEY_VAR, offline_env_config, prepare_process_env
 from vfcheck.episodes.recorder import TraceLog, TraceRecorder
+from vfcheck.episodes.tiers import HarnessTier, RoleTier, role_tiers
 from vfcheck.model import (
     DEFAULT_BASE_URL,
     DEFAULT_MODEL_ID,
@@ -32,13 +33,6 @@ from vfcheck.model import (
     TaskRef,
     episode_scope,
 )
-
-HarnessTier = Literal["env", "fast"]
-BUILTIN_CHAT_HARNESSES = frozenset({"null", "bash"})
-HARNESS_ID = "vfcheck-chat"
-"""The fast tier's harness id (module `vfcheck_chat`, implementation
-`vfcheck.episodes.fast_harness`)."""
-"""verifiers' in-house chat loops; a role on one of these has no harness of the env's own."""
 
 
 class EnvLoadError(Exception):
@@ -50,20 +44,6 @@ class TaskInfo:
     index: int
     key: str
     hash: str
-
-
-@dataclass(frozen=True)
-class RoleTier:
-    """Which harness a role plays with, and why (the report says so for each role)."""
-
-    role: str
-    tier: HarnessTier
-    harness: str
-    reason: str
-    settings: Mapping[str, Any] = field(default_factory=dict, compare=False)
-    """The fast harness's config (`FastChatConfig`) besides its id: what it mirrors."""
-    tools: bool = False
-    """The role's tasks offer tools (each episode starts the env's tool servers)."""
 
 
 @dataclass
@@ -128,89 +108,6 @@ class EpisodeResult:
             "duration": round(self.duration, 3),
             "traces": traces,
         }
-
-
-def role_tiers(env: Any, requested: HarnessTier, *,
-               script_tools: frozenset[str] = frozenset(),
-               real_model: bool = False) -> list[RoleTier]:
-    """Decide the tier per role. `fast` applies to a role whose harness is one of
-    verifiers' chat loops (no harness of the env's own). For a role whose tasks offer tools
-    the fast harness mirrors the replaced one (its prompt and built-in tools) unless the
-    model may call a built-in (`script_tools`: the tool names the script's turns call; a
-    `real_model` may call any), which only the env tier runs where verifiers runs it;
-    elsewhere the role keeps the env's harness, and the reason says why."""
-    from vfcheck.compat import chat_program_missing, mcp_client_missing, verifiers_version
-
-    taskset = env.taskset
-    task_cls = type(taskset).task_type()
-    has_tools = bool(task_cls.toolsets(taskset.config.task)) or bool(
-        taskset.toolsets(taskset.config)
-    )
-    tiers = []
-    for role, harness in env.config.agent_harnesses().items():
-        hid = harness.id
-        if requested == "env":
-            tiers.append(RoleTier(role, "env", hid, "requested"))
-        elif hid == HARNESS_ID:
-            tiers.append(RoleTier(role, "fast", hid, "already the fast harness"))
-        elif hid not in BUILTIN_CHAT_HARNESSES:
-            tiers.append(RoleTier(role, "env", hid, f"the env's own harness {hid!r}"))
-        elif chat_program_missing():
-            tiers.append(RoleTier(role, "env", hid, f"verifiers {verifiers_version()} lacks "
-                                  "the bundled chat program the fast tier runs"))
-        elif not has_tools:
-            tiers.append(RoleTier(role, "fast", HARNESS_ID, f"replaces {hid!r}"))
-        elif (missing := mcp_client_missing()) is not None:
-            tiers.append(RoleTier(role, "env", hid, f"the tasks offer tools and {missing}",
-                                  tools=True))
-        elif (blocker := builtin_blocker(harness, script_tools, real_model)) is not None:
-            tiers.append(RoleTier(role, "env", hid, blocker, tools=True))
-        else:
-            tiers.append(RoleTier(role, "fast", HARNESS_ID,
-                                  f"replaces {hid!r}; the tools run in the env's tool servers",
-                                  mirrored_settings(harness), tools=True))
-    return tiers
-
-
-def builtin_tools(harness: Any) -> frozenset[str]:
-    """The built-in tools verifiers' chat loop `harness` offers (its program's `--bash`,
-    `--edit`, `--search`)."""
-    if harness.id != "bash":
-        return frozenset()
-    names = {"bash"}
-    names |= {"edit"} if getattr(harness, "edit", False) else set()
-    names |= {"search"} if getattr(harness, "search", False) else set()
-    return frozenset(names)
-
-
-def builtin_blocker(harness: Any, script_tools: frozenset[str],
-                    real_model: bool = False) -> str | None:
-    """Why a tool role must stay on the env tier for its harness's built-ins, if it must:
-    they run in the harness's runtime, not in the host process."""
-    if getattr(harness, "search", False):
-        return f"{harness.id!r} offers its web search tool (search = true), which needs the network"
-    offered = builtin_tools(harness)
-    if real_model and offered:
-        return (f"a real model may call {', '.join(sorted(offered))}, built-in tools of "
-                f"harness {harness.id!r} that only run in the harness's runtime")
-    called = sorted(offered & script_tools)
-    if called:
-        return (f"the script calls {', '.join(called)}, a built-in tool of harness "
-                f"{harness.id!r} that only runs in the harness's runtime")
-    return None
-
-
-def mirrored_settings(harness: Any) -> dict[str, Any]:
-    """The fast harness's config that reproduces `harness`'s program flags."""
-    if harness.id != "bash":
-        return {"mirrors": "null"}
-    compaction = getattr(harness, "compaction", None)
-    return {
-        "mirrors": "bash",
-        "edit": bool(getattr(harness, "edit", False)),
-        "compaction": compaction is not None,
-        "summarize_at_tokens": getattr(compaction, "summarize_at_tokens", None),
-    }
 
 
 def load_env(
