@@ -21,6 +21,7 @@ import importlib.metadata as md
 import json
 import os
 import platform
+import resource
 import shlex
 import shutil
 import statistics
@@ -57,6 +58,8 @@ class Sample:
     seconds: float | None  # None: timed out
     rc: int | None
     tail: str = ""
+    load: float | None = None  # the 1-minute load average when the child started
+    cpu: float | None = None  # user + system CPU seconds of the child and its waited children
 
 
 @dataclass
@@ -64,16 +67,19 @@ class Side:
     label: str
     argv: list[str]
     samples: list[Sample] = field(default_factory=list)
+    ok_rc: tuple[int, ...] = (0,)
+    """Exit codes of a finished run: `vfcheck check` exits 1 when a finding failed (the
+    reward probes' exploits on a fresh folder with no `allow`), which is still a timing."""
 
     def ok_times(self) -> list[float]:
-        return [s.seconds for s in self.samples if s.seconds is not None and s.rc == 0]
+        return [s.seconds for s in self.samples if s.seconds is not None and s.rc in self.ok_rc]
 
     def median(self) -> float | None:
         t = self.ok_times()
         return statistics.median(t) if t else None
 
     def status(self) -> str:
-        bad = [s for s in self.samples if s.seconds is None or s.rc != 0]
+        bad = [s for s in self.samples if s.seconds is None or s.rc not in self.ok_rc]
         if not bad:
             return ""
         s = bad[0]
@@ -82,6 +88,8 @@ class Side:
 
 
 def run(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float) -> Sample:
+    load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     try:
         p = subprocess.run(
@@ -97,8 +105,38 @@ def run(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float) -> S
         )
     except subprocess.TimeoutExpired as e:
         out = e.output if isinstance(e.output, str) else (e.output or b"").decode(errors="replace")
-        return Sample(None, None, out[-2000:])
-    return Sample(time.perf_counter() - start, p.returncode, p.stdout[-2000:])
+        return Sample(None, None, out[-2000:], load)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Sample(time.perf_counter() - start, p.returncode, p.stdout[-2000:], load, cpu)
+
+
+def cpu_ratio(a: Side, b: Side | None) -> str:
+    """Median CPU seconds of each side and their ratio: what load does not skew."""
+    def median(side: Side) -> float | None:
+        cpus = [s.cpu for s in side.samples if s.cpu is not None]
+        return statistics.median(cpus) if cpus else None
+
+    ca, cb = median(a), (median(b) if b else None)
+    if ca is None:
+        return "n/a"
+    if cb is None or cb <= 0:
+        return f"{ca:.1f} s"
+    return f"{ca:.1f} / {cb:.1f} s = {ca / cb:.2f}"
+
+
+def failed_note(side: Side) -> str:
+    """`exit 1 (findings failed)` when a finished `vfcheck check` reported failures."""
+    return "exit 1 (findings failed)" if any(s.rc == 1 for s in side.samples) else ""
+
+
+def load_range(sides: list[Side]) -> str:
+    """The 1-minute load averages the samples of `sides` started at, as `lo-hi`."""
+    loads = [s.load for side in sides for s in side.samples if s.load is not None]
+    if not loads:
+        return "n/a"
+    lo, hi = min(loads), max(loads)
+    return f"{lo:.1f}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}-{hi:.1f}"
 
 
 def show(argv: list[str]) -> str:
@@ -182,12 +220,17 @@ class Bench:
             "b_samples": [s.seconds for s in b.samples] if b else None,
             "ratio": ratio,
             "target": target,
+            "load": load_range([a, *([b] if b else [])]),
+            "cpu": cpu_ratio(a, b),
+            "a_loads": [x.load for x in a.samples],
+            "b_loads": [x.load for x in b.samples] if b else None,
             "notes": "; ".join(notes),
         }
         self.rows.append(r)
         rs = "n/a" if ratio is None else f"{ratio:.2f}"
         print(
-            f"=> {what}: {r['a_fmt']} vs {r['b_fmt'] or '-'}  ratio {rs} (target {target})"
+            f"=> {what}: {r['a_fmt']} vs {r['b_fmt'] or '-'}  ratio {rs} (target {target}, "
+            f"load {r['load']}, CPU {r['cpu']})"
             + (f"  [{r['notes']}]" if r["notes"] else ""),
             flush=True,
         )
@@ -233,7 +276,7 @@ class Bench:
             return None
         return path
 
-    def check_vs_validate(self, env_id: str, path: Path) -> None:
+    def check_vs_validate(self, env_id: str, path: Path, target: str = "<= 1.5") -> None:
         print(f"\n## 2. vfcheck check vs vf-validate on {env_id}", flush=True)
         reps = self.args.repeat
         env = child_env()
@@ -263,7 +306,9 @@ class Bench:
             ],
             reps,
         )
-        self.row(f"{env_id}: vfcheck check / vf-validate", a, b, target="<= 2.0")
+        a.ok_rc = c.ok_rc = (0, 1)  # 1: findings failed (a finished check)
+        self.row(f"{env_id}: vfcheck check / vf-validate", a, b, target=target,
+                 note=failed_note(a))
         self.row(
             f"{env_id}: vfcheck check --checks setup,gold,noop / vf-validate", c, b, target="(info)"
         )
@@ -447,6 +492,61 @@ class Bench:
                 srv.kill()
             log.close()
 
+    # -- 5: tool envs ---------------------------------------------------------------------
+    def tools(self, sdist: Path) -> None:
+        """verifiers' own tool fixture: `check` vs `vf-validate` (<= 4.0), and `run` on its
+        default tier vs `vf-eval` on its default harness, per episode (<= 0.3). vf-eval talks
+        to `vfcheck mock-server`; `vfcheck run` to the same scripted model in-process."""
+        self.check_vs_validate("echo-tool-v1", sdist, target="<= 4.0")
+        self.tool_run_vs_eval(sdist)
+
+    def tool_run_vs_eval(self, sdist: Path) -> None:
+        n, r, c = 1, 8, self.args.concurrency
+        eps = n * r
+        print(f"\n## 5b. vfcheck run vs vf-eval on echo-tool-v1 (-n {n} -r {r} -c {c}), "
+              "default tier and harness", flush=True)
+        d = self.fresh("tool-mock")
+        with open(d / "mock-server.log", "w") as log:
+            srv = subprocess.Popen(
+                [str(BIN / "vfcheck"), "mock-server", "--port", "0"], stdout=subprocess.PIPE,
+                stderr=log, text=True, cwd=d, env=child_env(), stdin=subprocess.DEVNULL)
+            try:
+                url = (srv.stdout.readline() if srv.stdout else "").strip()
+                if not url.startswith("http"):
+                    self.notes.append(f"tool run vs eval skipped: mock-server printed {url!r}")
+                    return
+                pythonpath = os.pathsep.join(
+                    [str(sdist), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
+                                   else [])])
+                env = child_env(VFCHECK_API_KEY="x", PYTHONPATH=pythonpath)
+                size = ["-n", str(n), "-r", str(r), "-c", str(c)]
+
+                def vfrun(rep: int) -> tuple[list[str], dict[str, str], Path]:
+                    # the scripted model in-process: with --base-url vfcheck assumes a real
+                    # model, which may call bash's built-ins, and keeps the env tier
+                    out = self.fresh("tool-run")
+                    return ([str(BIN / "vfcheck"), "run", "echo-tool-v1", "--path", str(sdist),
+                             *size, "-o", str(out / "episodes.jsonl")], env, out)
+
+                def vfeval(rep: int) -> tuple[list[str], dict[str, str], Path]:
+                    out = self.fresh("tool-eval")
+                    return ([str(BIN / "vf-eval"), "echo-tool-v1", *size,
+                             "--env.agent.runtime.type", "subprocess", "--client.base-url", url,
+                             "--client.api-key-var", "VFCHECK_API_KEY", "--push", "false",
+                             "--model", "vfcheck-scripted", "-o", str(out)], env, out)
+
+                a, b = self.measure([("vfcheck run (default tier)", vfrun),
+                                     ("vf-eval (default harness bash, subprocess)", vfeval)],
+                                    self.args.repeat)
+                self.row(f"echo-tool-v1 {eps} episodes: vfcheck run / vf-eval, per episode",
+                         a, b, target="<= 0.3", per=float(eps), unit="s/episode")
+            finally:
+                srv.terminate()
+                try:
+                    srv.wait(10)
+                except subprocess.TimeoutExpired:
+                    srv.kill()
+
     # -- 4 ---------------------------------------------------------------------------------
     def scaling(self) -> None:
         k = self.args.tasks
@@ -575,8 +675,8 @@ class Bench:
             "",
             f"`{show([PY, *sys.argv])}`",
             "",
-            "| measurement | vfcheck (median) | reference (median) | ratio | target |",
-            "|---|---|---|---|---|",
+            "| measurement | vfcheck (median) | reference (median) | ratio | target | load | CPU |",
+            "|---|---|---|---|---|---|---|",
         ]
         for r in self.rows:
             ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.2f}"
@@ -589,7 +689,8 @@ class Bench:
             note = f" — {r['notes']}" if r["notes"] else ""
             head.append(
                 f"| {r['what']}{note} | {r['a_fmt']} | {ref} | "
-                f"{ratio if r['b'] else '—'} | {r['target']}{met if r['b'] else ''} |"
+                f"{ratio if r['b'] else '—'} | {r['target']}{met if r['b'] else ''} | "
+                f"{r.get('load', 'n/a')} | {r.get('cpu', 'n/a')} |"
             )
         if self.notes:
             head += ["", *[f"- {n}" for n in self.notes]]
@@ -621,7 +722,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--only",
-        default="idle,check,phases,probes,run,scaling,spread",
+        default="idle,check,phases,probes,run,scaling,spread,tools",
         help="sections to run (comma-separated; default all)",
     )
     args = ap.parse_args(argv)
@@ -648,9 +749,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if "idle" in only:
             b.idle()
+        sd = b.sdist_fixtures() if only & {"check", "tools"} else None
         if "check" in only:
             b.check_vs_validate("vfc-echo", FIXTURES)
-            sd = b.sdist_fixtures()
             if sd is not None:
                 b.check_vs_validate("echo-v1", sd)
         if "phases" in only:
@@ -663,6 +764,8 @@ def main(argv: list[str] | None = None) -> int:
             b.scaling()
         if "spread" in only:
             b.spread()
+        if "tools" in only and sd is not None:
+            b.tools(sd)
     except KeyboardInterrupt:
         b.notes.append("interrupted: partial results")
     finally:

@@ -140,12 +140,12 @@ def test_a_stalling_hook_fails_its_task_only(env_id: str, tmp_path: Path,
 @pytest.mark.slow
 def test_a_blocking_tool_fails_its_tasks_episodes_naming_the_tool(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Tools run in a server process of their own (the env tier), so a tool that blocks
+    """Tools run in a server process of their own (on both tiers), so a tool that blocks
     blocks that server, not the worker: the episode waits until the runner's deadline,
-    which names the tool call still unanswered. Tool envs play on the env tier (harness
-    programs, tool servers): the timeout is one their episodes fit in on a loaded 2-core
+    which names the tool call still unanswered. Tool envs' episodes start a tool server
+    each (an interpreter): the timeout is one their episodes fit in on a loaded 2-core
     machine (CI, with the other xdist worker busy, saw the well-behaved tasks' episodes pass
-    30 s), and the sample's second plays are left out (they queue behind the env tier's four
+    30 s), and the sample's second plays are left out (they queue behind a tool env's four
     episode slots)."""
     env = check_env("vfc-broken-tool-block", tmp_path, capsys,
                     "--checks", "setup,gold,noop,episode,lifecycle,hygiene", timeout=90)

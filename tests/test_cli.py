@@ -201,3 +201,15 @@ def test_the_header_replay_line_runs_the_same_checks_in_both_front_ends(
     assert ("rerun: pytest --vf-env vfc-echo "
             f"{shlex.quote(f'--vf-path={fixtures_dir}')} --vf-checks setup --vf-sample 1"
             ) in plugin.stdout.splitlines()
+
+
+def test_the_check_report_names_each_roles_tier_and_why() -> None:
+    from vfcheck.findings import EnvReport
+    from vfcheck.frontends.report import tier_summary
+
+    tiers = [{"role": "agent", "tier": "fast", "harness": "vfcheck-chat",
+              "reason": "replaces 'bash'; the tools run in the env's tool servers"}]
+    assert tier_summary(EnvReport(id="vfc-tool", harness="fast", tiers=tiers)) == (
+        "vfc-tool tiers: agent fast (vfcheck-chat: replaces 'bash'; the tools run in the "
+        "env's tool servers)")
+    assert tier_summary(EnvReport(id="x", harness="fast")) is None

@@ -61,19 +61,66 @@ async def test_model_knows_the_task_of_each_request(fixtures_dir: Path) -> None:
 
 
 @pytest.mark.slow
-async def test_tool_env_uses_env_tier_and_default_policy_calls_the_tools(
+async def test_tool_env_uses_the_fast_tier_and_default_policy_calls_the_tools(
     fixtures_dir: Path,
 ) -> None:
+    """A tool env plays on the fast tier (the loop in-process, the tools in verifiers' own
+    tool server); the harness is mirrored, so the model is offered bash's tools too."""
     model = ScriptedModel()
     summary = await run_episodes("vfc-tool", num_tasks=1, model=model, paths=[str(fixtures_dir)])
     (tier,) = summary.tiers
-    assert (tier.tier, tier.reason) == ("env", "the tasks offer tools")
+    assert (tier.tier, tier.harness, tier.tools) == ("fast", "vfcheck-chat", True)
+    assert tier.reason == "replaces 'bash'; the tools run in the env's tool servers"
     (result,) = summary.results
     assert result.errors() == []
     (trace,) = result.traces
     called = [c.name for m in trace.assistant_messages for c in (m.tool_calls or [])]
     assert called == ["calc_add", "calc_multiply"]
     assert len(trace.tool_messages) == 2
+    offered = next(r.request.tool_parameters for r in model.requests)
+    assert list(offered) == ["bash", "edit", "calc_add", "calc_multiply"]
+
+
+@pytest.mark.slow
+async def test_a_tool_env_trace_is_the_same_on_both_tiers(fixtures_dir: Path) -> None:
+    """Only the harness id tells the tiers apart: messages, tools, calls, notifies, rewards."""
+    from vfcheck.checks.lab import normalized_views
+
+    views = {}
+    for tier in ("fast", "env"):
+        summary = await run_episodes("vfc-tool", num_tasks=1, harness=tier,  # type: ignore[arg-type]
+                                     paths=[str(fixtures_dir)])
+        (result,) = summary.results
+        (view,) = normalized_views(result)
+        views[tier] = view
+    assert views["fast"]["agent"] == {"harness": "vfcheck-chat", "name": "agent"}
+    assert views["env"]["agent"] == {"harness": "bash", "name": "agent"}
+    assert {k: v for k, v in views["fast"].items() if k != "agent"} == {
+        k: v for k, v in views["env"].items() if k != "agent"}
+
+
+async def test_a_script_that_calls_a_harness_built_in_keeps_the_role_on_the_env_tier(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """bash's `bash` tool runs in the harness's runtime: only the env tier runs it there."""
+    from vfcheck.episodes.offline import prepare_process_env
+    from vfcheck.episodes.runner import load_env
+
+    script = tmp_path / "bash.toml"
+    script.write_text('[[task]]\nindex = 0\n[[task.turn]]\ntool = "bash"\n'
+                      'arguments = { command = "ls" }\n')
+    tools = Script.load(script).tool_names()
+    assert tools == frozenset({"bash"})
+    prepare_process_env([str(fixtures_dir)])
+    _, (tier,) = load_env("vfc-tool", script_tools=tools)
+    assert (tier.tier, tier.harness) == ("env", "bash")
+    assert tier.reason == ("the script calls bash, a built-in tool of harness 'bash' that "
+                           "only runs in the harness's runtime")
+    _, (tier,) = load_env("vfc-tool", script_tools=frozenset({"calc_add"}))
+    assert tier.tier == "fast"
+    _, (tier,) = load_env("vfc-tool", {"agent.harness.id": "null"},
+                          script_tools=frozenset({"bash"}))
+    assert (tier.tier, tier.settings) == ("fast", {"mirrors": "null"})  # null offers no bash
 
 
 @pytest.mark.slow

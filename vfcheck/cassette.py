@@ -32,7 +32,8 @@ from vfcheck.script import SCRIPT_MISS, Script, ScriptError
 from vfcheck.traces.normalize import RULES, scrub
 
 if TYPE_CHECKING:
-    from vfcheck.episodes.runner import EpisodeResult, HarnessTier, RoleTier
+    from vfcheck.episodes.runner import EpisodeResult
+    from vfcheck.episodes.tiers import HarnessTier, RoleTier
 
 __all__ = [
     "DEFAULT_API_KEY_VAR",

@@ -44,6 +44,24 @@ def chat_program_missing() -> bool:
         return True
 
 
+def mcp_client_missing() -> str | None:
+    """What the chat program's MCP client needs and this environment lacks (the program
+    declares `mcp==2.0.0` and `httpx2`; on the fast tier it runs with the host's packages)."""
+    import importlib.metadata
+
+    try:
+        version = importlib.metadata.version("mcp")
+    except importlib.metadata.PackageNotFoundError:
+        return "the package mcp (the chat program's MCP client) is not installed"
+    if version.split(".")[0] != "2":
+        return f"mcp {version} is installed, the chat program's MCP client needs mcp 2"
+    try:
+        importlib.metadata.version("httpx2")
+    except importlib.metadata.PackageNotFoundError:
+        return "the package httpx2 (the chat program's MCP transport) is not installed"
+    return None
+
+
 def lacks_message(missing: tuple[str, ...] | list[str]) -> str:
     return f"verifiers {verifiers_version()} lacks {', '.join(missing)}"
 

@@ -345,6 +345,13 @@ class Script(BaseModel):
         first that matches a request answers it)."""
         return [entry.answer() for entry in self.http]
 
+    def tool_names(self) -> frozenset[str]:
+        """Every tool a turn of the script calls (a harness built-in among them keeps the
+        role on the env tier: `vfcheck.episodes.tiers.role_tiers`)."""
+        turns = [t for task in self.task for t in task.turn]
+        turns += self.default.turn if self.default is not None else []
+        return frozenset(t.tool for t in turns if t.tool)
+
     def policy(self, seed: int | None = None) -> Policy:
         """The model policy this script describes; `seed` overrides the file's `seed`."""
         fallback = tool_policy(

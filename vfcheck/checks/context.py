@@ -155,6 +155,13 @@ class CheckContext:
 
         return Script.load(Path(self.script))
 
+    @property
+    def script_tools(self) -> frozenset[str]:
+        """The tools the user's script calls (a harness built-in keeps its role on the env
+        tier)."""
+        script = self.script_file
+        return frozenset() if script is None else frozenset(script.tool_names())
+
     def script_oracle(self, task: Any) -> str | None:
         """The script's `oracle` reply for `task`, if it gives one."""
         script = self.script_file

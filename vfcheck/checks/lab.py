@@ -23,13 +23,24 @@ if TYPE_CHECKING:
 ENV_CODE_ERRORS = frozenset({"TaskError", "EnvError", "ToolsetError"})
 """Errors verifiers records at the boundaries of env-authored code (`verifiers/v1/errors.py`)."""
 AGENT_TIMEOUT = 2.0
-"""The agent deadline of the `preview` hang scenario, seconds."""
+"""The agent deadline of the `preview` hang scenario on the env tier, seconds: the harness
+program must start and send its first request within it."""
+FAST_AGENT_TIMEOUT = 0.5
+"""The same on the fast tier, where the first request leaves within milliseconds."""
+FAST_TOOLS_AGENT_TIMEOUT = 1.0
+"""The same on the fast tier when the tasks offer tools: the loop first lists the tools of
+the env's tool servers (an MCP handshake each)."""
+FAULT_SETTINGS = {"max_retries": 1}
+"""The fast harness's config for fault episodes: one SDK (and stream) retry, not the SDK's
+two. A fault repeats on every attempt; the first retry shows what env code does when a call
+is retried (a `@vf.stop` hook runs before it and sees the failed call: vfc-broken-preview),
+the second only adds the longest backoff (~0.9 of the ~1.4 s the two cost)."""
 CANCEL_SETTLE = 5.0
 """Seconds a cancelled episode's previews get to be abandoned before `preview` judges."""
 EPISODES_AT_ONCE = 4
-"""Episodes in flight in one worker when a role plays on the env tier: env-tier episodes
-start harness programs and tool servers, and a 2-core CI machine must not be asked for
-dozens at once."""
+"""Episodes in flight in one worker when a role plays on the env tier or its tasks offer
+tools: such episodes start harness programs or tool servers (an interpreter each), and a
+2-core CI machine must not be asked for dozens at once."""
 FAST_EPISODES_AT_ONCE = 16
 """The same when every role plays on the fast tier: in-process episodes cost ~0.07 s of CPU
 each and spend most of their time waiting (the harness's retry backoff after a fault, the
@@ -106,13 +117,16 @@ class EpisodeLab:
 
     def __init__(self, env_id: str, runner: Any, router: Any,
                  open_timeout_runner: Callable[[], Any], timeout: float,
-                 at_once: int = EPISODES_AT_ONCE) -> None:
+                 at_once: int = EPISODES_AT_ONCE,
+                 open_fault_runner: Callable[[], Any] | None = None) -> None:
         self.env_id = env_id
         self.runner = runner
         self.router = router
-        self._open_timeout_runner = open_timeout_runner
-        self._timeout_runner: Any = None
-        self._timeout_lock = asyncio.Lock()
+        self._openers: dict[str, Callable[[], Any]] = {"timeout": open_timeout_runner}
+        if open_fault_runner is not None:
+            self._openers["fault"] = open_fault_runner
+        self._extra_runners: dict[str, Any] = {}
+        self._runner_lock = asyncio.Lock()
         self.timeout = timeout
         self._plays: dict[int, asyncio.Future[Any]] = {}
         self._second_plays: dict[int, asyncio.Future[Any]] = {}
@@ -135,11 +149,22 @@ class EpisodeLab:
             self._plays[index] = asyncio.ensure_future(self.play(task))
         return await asyncio.shield(self._plays[index])
 
+    async def extra_runner(self, name: str) -> Any:
+        """The runner `name` (`timeout`: the hang's short agent timeout; `fault`: no
+        retries), opened on first use; the main runner when there is no such opener."""
+        if name not in self._openers:
+            return self.runner
+        async with self._runner_lock:
+            if name not in self._extra_runners:
+                self._extra_runners[name] = await self._openers[name]()
+        return self._extra_runners[name]
+
     async def timeout_runner(self) -> Any:
-        async with self._timeout_lock:
-            if self._timeout_runner is None:
-                self._timeout_runner = await self._open_timeout_runner()
-        return self._timeout_runner
+        return await self.extra_runner("timeout")
+
+    async def play_fault(self, task: Any, policy: Callable[[Any], Any]) -> Any:
+        """Play `task` under a fault `policy` on the runner whose fast roles do not retry."""
+        return await self.play(task, policy, await self.extra_runner("fault"))
 
     async def both_plays(self, task: Any) -> tuple[Any, Any]:
         """The task's two happy plays (memoised: `determinism.replay` and `golden` share
@@ -189,17 +214,31 @@ async def open_lab(ctx: CheckContext, stack: contextlib.AsyncExitStack) -> Episo
     runner = await stack.enter_async_context(
         EnvRunner.open(ctx.env_id, model=model, loaded=(ctx.env, ctx.tiers)))
 
-    async def open_timeout_runner() -> Any:
-        roles = {f"{t.role}.timeout.rollout": AGENT_TIMEOUT for t in ctx.tiers}
-        return await stack.enter_async_context(EnvRunner.open(
-            ctx.env_id, env_args={**ctx.env_args, **roles}, harness=ctx.harness, model=model,
-            start_mock=False))
+    def open_runner(env_args: dict[str, Any]) -> Callable[[], Any]:
+        async def opener() -> Any:
+            return await stack.enter_async_context(EnvRunner.open(
+                ctx.env_id, env_args={**ctx.env_args, **env_args}, harness=ctx.harness,
+                model=model, start_mock=False, script_tools=ctx.script_tools,
+                fast_settings=FAULT_SETTINGS))
+        return opener
 
+    roles = {f"{t.role}.timeout.rollout": hang_timeout(t) for t in ctx.tiers}
     fast = all(t.tier == "fast" for t in ctx.tiers)
-    lab = EpisodeLab(ctx.env_id, runner, router, open_timeout_runner, ctx.timeout,
-                     at_once=FAST_EPISODES_AT_ONCE if fast else EPISODES_AT_ONCE)
+    # in-process episodes of tool-less roles are cheap; a tool server is an interpreter each
+    wide = fast and not any(t.tools for t in ctx.tiers)
+    lab = EpisodeLab(ctx.env_id, runner, router, open_runner(roles), ctx.timeout,
+                     at_once=FAST_EPISODES_AT_ONCE if wide else EPISODES_AT_ONCE,
+                     open_fault_runner=open_runner({}) if any(
+                         t.tier == "fast" for t in ctx.tiers) else None)
     lab.goldens = golden_plan(ctx)
     return lab
+
+
+def hang_timeout(tier: Any) -> float:
+    """The agent timeout of the `preview` hang for a role on `tier` (a `RoleTier`)."""
+    if tier.tier != "fast":
+        return AGENT_TIMEOUT
+    return FAST_TOOLS_AGENT_TIMEOUT if tier.tools else FAST_AGENT_TIMEOUT
 
 
 def golden_plan(ctx: CheckContext) -> GoldenPlan:

@@ -205,7 +205,8 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
     def load_all() -> tuple[Any, list[Any], list[Any]]:
         try:
             with no_network(attempts):
-                env, tiers = load_env(ctx.env_id, ctx.env_args, harness=ctx.harness)
+                env, tiers = load_env(ctx.env_id, ctx.env_args, harness=ctx.harness,
+                                      script_tools=ctx.script_tools)
                 return env, tiers, load_tasks(env, ctx.num_tasks)
         except Exception:
             raise

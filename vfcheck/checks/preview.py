@@ -14,9 +14,10 @@ from vfcheck.findings import Finding
 @check(
     "preview", family="preview", scope="sample", budget=5.5,
     contract="a model request that fails, times out or is cancelled leaves no preview behind",
-    fails_when="after an upstream 500 the failed call is not recorded or a preview remains; after "
-    "a hang ended by the agent timeout (2 s) the stop is not `agent_timeout` or `trace.pending` "
-    "is not empty; after a cancel mid-request `trace.pending` is not empty (5 s to settle)",
+    fails_when="after an upstream 500 the failed call is not recorded or a preview remains; "
+    "after a hang ended by the agent timeout (0.5 s on the fast tier, 1 s when the tasks offer "
+    "tools, 2 s on the env tier) the stop is not `agent_timeout` or `trace.pending` is not "
+    "empty; after a cancel mid-request `trace.pending` is not empty (5 s to settle)",
     why="a stale preview shows watchers a turn that never happened",
 )
 async def preview(ctx: CheckContext, task: Any) -> Finding:
@@ -28,7 +29,7 @@ async def preview(ctx: CheckContext, task: Any) -> Finding:
     # the three scenarios are independent episodes: played at once, the preview check
     # costs the longest of them (the agent timeout), not their sum
     failed, hung, (cancelled, seen_preview) = await asyncio.gather(
-        lab.play(task, agent_fault(Reply.fault("status", status=500))),
+        lab.play_fault(task, agent_fault(Reply.fault("status", status=500))),
         lab.play_hang(task),
         lab.cancel_mid_request(task),
     )

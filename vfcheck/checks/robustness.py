@@ -42,7 +42,7 @@ async def robustness(ctx: CheckContext, task: Any) -> Finding:
         "invalid tool-call JSON": agent_only(bad_tool_call),
     }
     names = list(faults)
-    results = await asyncio.gather(*(lab.play(task, faults[n]) for n in names))
+    results = await asyncio.gather(*(lab.play_fault(task, faults[n]) for n in names))
     problems = []
     observed: dict[str, Any] = {}
     for name, result in zip(names, results, strict=True):

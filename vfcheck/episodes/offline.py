@@ -95,15 +95,16 @@ def offline_env_config(
     env_id: str,
     env_args: Mapping[str, Any] | None = None,
     *,
-    harness: Mapping[str, str] | None = None,
+    harness: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Any:
     """The resolved `EnvConfig` for `env_id`, forced offline.
 
     `env_args` are dotted keys into the env config (`taskset.num_tasks=5`,
-    `agent.max_turns=3`); bare keys go to the taskset. `harness` pins a harness id per
-    role (the fast tier). Every role's runtime becomes `subprocess`, whatever the env
-    declared: roles are the env config's `AgentConfig` fields, known only after narrowing
-    the config to the env class, so the config is resolved twice.
+    `agent.max_turns=3`); bare keys go to the taskset. `harness` pins a harness config
+    (its `id` and settings) per role (the fast tier). Every role's runtime becomes
+    `subprocess`, whatever the env declared: roles are the env config's `AgentConfig`
+    fields, known only after narrowing the config to the env class, so the config is
+    resolved twice.
     """
     import verifiers.v1 as vf
 
@@ -118,7 +119,7 @@ def offline_env_config(
         role_data = data.setdefault(role, {})
         role_data["runtime"] = dict(SUBPROCESS_RUNTIME)
         if harness and role in harness:
-            role_data["harness"] = {"id": harness[role]}
+            role_data["harness"] = dict(harness[role])
     return vf.resolve_env_config(data)
 
 

@@ -19,11 +19,12 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from vfcheck.episodes.harness_deps import HarnessDependencyError, dependency_problem
 from vfcheck.episodes.offline import MOCK_API_KEY_VAR, offline_env_config, prepare_process_env
 from vfcheck.episodes.recorder import STAGES, TraceLog, TraceRecorder, stage_times
+from vfcheck.episodes.tiers import HarnessTier, RoleTier, role_tiers
 from vfcheck.model import (
     DEFAULT_BASE_URL,
     DEFAULT_MODEL_ID,
@@ -32,14 +33,6 @@ from vfcheck.model import (
     TaskRef,
     episode_scope,
 )
-
-HarnessTier = Literal["env", "fast"]
-BUILTIN_CHAT_HARNESSES = frozenset({"null", "bash"})
-HARNESS_ID = "vfcheck-chat"
-"""The fast tier's harness id (module `vfcheck_chat`, implementation
-`vfcheck.episodes.fast_harness`)."""
-"""verifiers' in-house chat loops; a role on one of these has no harness of the env's own."""
-
 
 REAL_MODEL_DEFAULT = "gpt-4.1-mini"
 """The model name sent to a real `base_url` when none is given."""
@@ -54,16 +47,6 @@ class TaskInfo:
     index: int
     key: str
     hash: str
-
-
-@dataclass(frozen=True)
-class RoleTier:
-    """Which harness a role plays with, and why (the report says so for each role)."""
-
-    role: str
-    tier: HarnessTier
-    harness: str
-    reason: str
 
 
 @dataclass
@@ -130,43 +113,18 @@ class EpisodeResult:
         }
 
 
-def role_tiers(env: Any, requested: HarnessTier) -> list[RoleTier]:
-    """Decide the tier per role. `fast` applies to a role whose harness is one of
-    verifiers' chat loops (no harness of the env's own) and whose tasks offer no tools;
-    elsewhere the role keeps the env's harness, and the reason says why."""
-    from vfcheck.compat import chat_program_missing, verifiers_version
-
-    taskset = env.taskset
-    task_cls = type(taskset).task_type()
-    has_tools = bool(task_cls.toolsets(taskset.config.task)) or bool(
-        taskset.toolsets(taskset.config)
-    )
-    tiers = []
-    for role, harness in env.config.agent_harnesses().items():
-        hid = harness.id
-        if requested == "env":
-            tiers.append(RoleTier(role, "env", hid, "requested"))
-        elif hid == HARNESS_ID:
-            tiers.append(RoleTier(role, "fast", hid, "already the fast harness"))
-        elif hid not in BUILTIN_CHAT_HARNESSES:
-            tiers.append(RoleTier(role, "env", hid, f"the env's own harness {hid!r}"))
-        elif has_tools:
-            tiers.append(RoleTier(role, "env", hid, "the tasks offer tools"))
-        elif chat_program_missing():
-            tiers.append(RoleTier(role, "env", hid, f"verifiers {verifiers_version()} lacks "
-                                  "the bundled chat program the fast tier runs"))
-        else:
-            tiers.append(RoleTier(role, "fast", HARNESS_ID, f"replaces {hid!r}"))
-    return tiers
-
-
 def load_env(
     env_id: str,
     env_args: Mapping[str, Any] | None = None,
     *,
     harness: HarnessTier = "fast",
+    script_tools: frozenset[str] = frozenset(),
+    real_model: bool = False,
+    fast_settings: Mapping[str, Any] | None = None,
 ) -> tuple[Any, list[RoleTier]]:
-    """Load `env_id` with verifiers' own loader, offline, and apply the harness tier.
+    """Load `env_id` with verifiers' own loader, offline, and apply the harness tier
+    (`role_tiers`: `script_tools`, `real_model`). `fast_settings` go to every fast role's
+    harness config (`FastChatConfig`, e.g. the fault probes' `max_retries`).
 
     Raises `EnvLoadError` with one line naming the env and the cause."""
     import verifiers.v1 as vf
@@ -174,8 +132,9 @@ def load_env(
     try:
         config = offline_env_config(env_id, env_args)
         env = vf.load_environment(config)
-        tiers = role_tiers(env, harness)
-        pins = {t.role: t.harness for t in tiers if t.tier == "fast"}
+        tiers = role_tiers(env, harness, script_tools=script_tools, real_model=real_model)
+        pins = {t.role: {"id": t.harness, **t.settings, **(fast_settings or {})}
+                for t in tiers if t.tier == "fast"}
         if pins:
             config = offline_env_config(env_id, env_args, harness=pins)
             env = vf.load_environment(config)
@@ -294,16 +253,21 @@ class EnvRunner:
         loaded: tuple[Any, list[RoleTier]] | None = None,
         start_mock: bool = True,
         wheels: str | None = None,
+        script_tools: frozenset[str] = frozenset(),
+        fast_settings: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[EnvRunner]:
         """Load `env_id` (or take the `loaded` env and tiers), route its model calls to
         `model` (a `ScriptedModel`; a default one if None) or to a real `base_url`, and
         hold `env.serving()` open. `start_mock=False` when another runner of the same
         process already intercepts for this model (respx patches process-wide); `wheels`
-        is a folder the harness programs resolve their dependencies from."""
+        is a folder the harness programs resolve their dependencies from; `script_tools` and
+        `fast_settings` go to `load_env`."""
         prepare_process_env(paths, wheels=wheels)
         import verifiers.v1 as vf
 
-        env, tiers = loaded if loaded is not None else load_env(env_id, env_args, harness=harness)
+        env, tiers = loaded if loaded is not None else load_env(
+            env_id, env_args, harness=harness, script_tools=script_tools,
+            real_model=base_url is not None, fast_settings=fast_settings)
         mock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         if base_url is None:
             if model is None:
@@ -471,6 +435,7 @@ async def run_episodes(
     paths: Sequence[str] = (),
     output: Path | None = None,
     wheels: str | None = None,
+    script_tools: frozenset[str] = frozenset(),
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[EpisodeResult], Awaitable[None] | None] | None = None,
     on_tasks: Callable[[list[Any]], None] | None = None,
@@ -480,10 +445,12 @@ async def run_episodes(
     it finishes, so an interrupted run keeps every finished episode. An episode whose
     harness program could not resolve its dependencies keeps that as its runner error.
     `on_tasks` sees the loaded tasks before any is played (and may raise to stop). With a
-    real `base_url`, the key is read from `$api_key_var` and `model_name` is sent."""
+    real `base_url`, the key is read from `$api_key_var` and `model_name` is sent.
+    `script_tools`: the tools the script calls (`role_tiers`)."""
     async with EnvRunner.open(
         env_id, env_args=env_args, harness=harness, model=model, base_url=base_url, paths=paths,
         wheels=wheels, api_key_var=api_key_var, model_name=model_name,
+        script_tools=script_tools,
     ) as runner:
         tasks = load_tasks(runner.env, num_tasks)
         if on_tasks is not None:

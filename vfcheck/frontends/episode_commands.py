@@ -27,6 +27,13 @@ def _scripted_model(script: str | None, seed: int | None) -> Any:
                          http=loaded.http_answers())
 
 
+def _script_tools(script: str | None) -> frozenset[str]:
+    """The tools the user's script calls (a harness built-in keeps a role on the env tier)."""
+    from vfcheck.script import Script
+
+    return frozenset() if script is None else Script.load(Path(script)).tool_names()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -84,7 +91,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 env_args=options.env_args, model=model, base_url=args.base_url,
                 api_key_var=args.api_key_var, model_name=args.model, timeout=args.timeout,
                 paths=options.paths, output=output,
-                wheels=options.wheels, on_start=started, on_result=finished,
+                wheels=options.wheels, script_tools=_script_tools(options.script),
+                on_start=started, on_result=finished,
                 on_tasks=follows_script,
             ))
     except EnvLoadError as e:

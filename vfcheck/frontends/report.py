@@ -80,6 +80,16 @@ GOLDEN_ACTIONS = ("matched", "recorded", "updated", "missing", "mismatch", "corr
                   "nondeterministic", "refused")
 
 
+def tier_summary(env: EnvReport) -> str | None:
+    """One line on the harness tier each role played on, and why: `vfc-tool tiers: agent
+    fast (vfcheck-chat: replaces 'bash'; the tools run in the env's tool servers)`."""
+    if not env.tiers:
+        return None
+    roles = [f"{t.get('role')} {t.get('tier')} ({t.get('harness')}: {t.get('reason')})"
+             for t in env.tiers]
+    return f"{env.id} tiers: {'; '.join(roles)}"
+
+
 def golden_summary(env: EnvReport) -> str | None:
     """One line on the env's golden traces, syrupy's summary for vfcheck's items, with the
     folder they are in: `vfc-echo golden traces: 2 matched, 1 recorded in golden/vfc-echo;
@@ -132,6 +142,8 @@ def show_reports(console: Any, reports: list[EnvReport], *, verbose: bool = Fals
                 console.print(findings_table(report, every=False))
         for text in failure_text(report):
             plain(text)
+        if (tiers := tier_summary(report)) is not None:
+            plain(tiers)
         if (golden := golden_summary(report)) is not None:
             plain(golden)
         if (probes := probe_table(report)) is not None:

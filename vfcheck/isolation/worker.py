@@ -159,10 +159,11 @@ class Worker:
         return self.timed_out(spec, task, deadline)
 
     async def run_units(self, units: list[Unit]) -> None:
-        """Suspects of an earlier stall first, one at a time; then every env-level check and
-        every check that decides what blocks (`setup`); then the rest, whose task's setup did
-        not fail (those are skipped as blocked: verifiers runs `Task.setup` before every
-        check and episode, so they would fail for the same cause)."""
+        """Suspects of an earlier stall first, one at a time; then every env-level check (in
+        the background) and every check that decides what blocks (`setup`); then the rest,
+        whose task's setup did not fail (those are skipped as blocked: verifiers runs
+        `Task.setup` before every check and episode, so they would fail for the same
+        cause)."""
         ctx = self.ctx
         isolate = {(c, i) for c, i in self.spec.get("isolate", [])}
         setup_failed = set(self.spec.get("setup_failed", []))
@@ -196,11 +197,18 @@ class Worker:
         for unit in [u for u in units if u in isolate]:
             await one(unit)
         rest = [u for u in units if u not in isolate]
-        # env-level checks need no setup: they go with the first batch, so that a hanging
-        # setup does not hold up their verdicts (nor the pytest items that wait for them)
-        first = [u for u in rest if u[1] is None or not REGISTRY[u[0]].blocked_by_setup]
-        await asyncio.gather(*(one(u) for u in first))
-        await asyncio.gather(*(one(u) for u in rest if u not in first))
+        # env-level checks need no setup: they start at once, so that a hanging setup does
+        # not hold up their verdicts (nor the pytest items that wait for them), and nothing
+        # waits for them (`determinism.load` waits for a second interpreter's load)
+        env_level = [asyncio.ensure_future(one(u)) for u in rest if u[1] is None]
+        first = [u for u in rest if u[1] is not None and not REGISTRY[u[0]].blocked_by_setup]
+        try:
+            await asyncio.gather(*(one(u) for u in first))
+            await asyncio.gather(*(one(u) for u in rest if u[1] is not None and u not in first))
+            await asyncio.gather(*env_level)
+        finally:
+            for job in env_level:
+                job.cancel()
 
     def blocked_by(self, spec: CheckSpec, index: int | None) -> dict[str, Any] | None:
         """The earlier stall that blocks `spec` on task `index`: same task, and the check
