@@ -151,6 +151,15 @@ def show(argv: list[str]) -> str:
     return shlex.join(out).replace(tempfile.gettempdir(), "$TMP")
 
 
+def _stop(srv: subprocess.Popen[str]) -> None:
+    """Stop a mock server the bench started: SIGTERM, then SIGKILL after 10 s."""
+    srv.terminate()
+    try:
+        srv.wait(10)
+    except subprocess.TimeoutExpired:
+        srv.kill()
+
+
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -485,11 +494,7 @@ class Bench:
                 unit="s/episode",
             )
         finally:
-            srv.terminate()
-            try:
-                srv.wait(10)
-            except subprocess.TimeoutExpired:
-                srv.kill()
+            _stop(srv)
             log.close()
 
     # -- 5: tool envs ---------------------------------------------------------------------
@@ -541,11 +546,7 @@ class Bench:
                 self.row(f"echo-tool-v1 {eps} episodes: vfcheck run / vf-eval, per episode",
                          a, b, target="<= 0.3", per=float(eps), unit="s/episode")
             finally:
-                srv.terminate()
-                try:
-                    srv.wait(10)
-                except subprocess.TimeoutExpired:
-                    srv.kill()
+                _stop(srv)
 
     # -- 4 ---------------------------------------------------------------------------------
     def scaling(self) -> None:

@@ -17,7 +17,6 @@ credential keys in tool arguments) become `<secret>`; the endpoint is named by i
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -90,15 +89,11 @@ def api_key_for(var: str, base_url: str, environ: Mapping[str, str] | None = Non
 
 
 def _is_loopback(base_url: str) -> bool:
+    from vfcheck.model.transports import is_loopback_host
+
     try:
-        host = httpx.URL(base_url).host
+        return is_loopback_host(httpx.URL(base_url).host)
     except httpx.InvalidURL:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
         return False
 
 

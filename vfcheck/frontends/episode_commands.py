@@ -112,7 +112,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for miss in missed:
         print(f"vfcheck: {miss}", file=sys.stderr)
     errored = [r.errors() for r in summary.results]
-    if not failed and summary.results and all(errored):  # e.g. --base-url at a port nothing listens on
+    # e.g. --base-url at a port nothing listens on (a runner error was said above already)
+    if not failed and summary.results and all(errored):
         first = errored[0][0]
         where = f" (endpoint {args.base_url})" if args.base_url else ""
         print(f"vfcheck: every episode ({len(errored)}) recorded an error{where}; the first: "

@@ -54,7 +54,7 @@ class ScriptedModel(ScriptedModelCore):
         """
         url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         host = httpx.URL(url).host
-        if _is_loopback(host):
+        if is_loopback_host(host):
             raise ValueError(
                 f"mock(base_url={url!r}): loopback hosts pass through to real servers under "
                 "the mock; use a non-loopback URL, or serve() for a real loopback server"
@@ -131,7 +131,8 @@ class ScriptedModel(ScriptedModelCore):
         return response
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback_host(host: str) -> bool:
+    """`localhost` or a loopback address (127.0.0.0/8, ::1)."""
     if host == "localhost":
         return True
     try:
