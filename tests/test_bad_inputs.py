@@ -131,6 +131,17 @@ CASES: dict[str, Bad] = {
     "pytest-exit-at-import": Bad(
         ["pytest", "--vf-env", "vfc-broken-load-exit", f"--vf-path={FIXTURES}"], 1,
         "called sys.exit('VFC_ECHO_CONFIG is not set') (SystemExit)", slow=True),
+    "pytest-only-names-no-item": Bad(
+        ["pytest", "--vf-env", "vfc-echo", f"--vf-path={FIXTURES}", "--vf-checks=load,gold",
+         "--vf-only=gold[9]"], 4,
+        "ERROR: vfcheck: --vf-only: 'gold[9]' names no item (the items are: load, gold[0], "
+        "gold[1], gold[2])", slow=True),
+    "pytest-only-keeps-a-failed-load": Bad(
+        ["pytest", "--vf-env", "vfc-no-such-env", f"--vf-path={FIXTURES}", "--vf-only=gold[1]"],
+        1, "FAILED vfc-no-such-env::load", slow=True),
+    "pytest-a-file-path-for-an-env-id": Bad(
+        ["pytest", "--vf-env", f"{FIXTURES}/vfc_echo.py", "-rA"], 1,
+        "looks like a file path; an env id is its module's name with dashes", slow=True),
     "pytest-script-matches-no-task": Bad(
         ["pytest", "--vf-env", "vfc-echo", f"--vf-path={FIXTURES}", "--vf-script=stray.toml",
          "--vf-checks=load"], 1, "lists [[task]] 1 (key 'vfc-echo:nope')", slow=True),

@@ -237,8 +237,7 @@ class VfcheckSession:
                 library.nodeid, "passed", None, found))
             added += [item for item in found if isinstance(item, pytest.Item)]
         if self.only:
-            added = [item for item in added if any(
-                item.name == want or item.name.split("[")[0] == want for want in self.only)]
+            added = only_items(added, self.only)
         items.extend(added)
 
     def library_report(self) -> dict[str, Any]:
@@ -468,3 +467,29 @@ class CheckItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, 0, f"{self.parent.name}::{self.name}"  # type: ignore[union-attr]
+
+
+def only_items(items: list[pytest.Item], wanted: list[str]) -> list[pytest.Item]:
+    """The items `--vf-only` names (`gold[1]`, or `gold` for every task), and the `load`
+    item of an env that did not load (its other items are not there to pick: the load
+    failure must not vanish). A name that matches no item of a loaded env is a usage error
+    naming it, not an empty run."""
+    def picks(item: pytest.Item, want: str) -> bool:
+        return item.name == want or item.name.split("[")[0] == want
+
+    by_env: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_env.setdefault(item.parent.nodeid if item.parent else "", []).append(item)
+    unloaded = {env for env, its in by_env.items() if [i.name for i in its] == ["load"]}
+    kept = [item for item in items if any(picks(item, want) for want in wanted)
+            or (item.parent is not None and item.parent.nodeid in unloaded)]
+    loaded = [item for item in items if item.parent is None
+              or item.parent.nodeid not in unloaded]
+    missing = [want for want in wanted if loaded and not any(picks(i, want) for i in loaded)]
+    if missing:
+        names = list(dict.fromkeys(i.name for i in loaded))
+        shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+        raise pytest.UsageError(f"vfcheck: --vf-only: {', '.join(map(repr, missing))} names "
+                                f"no item (the items are: {shown})")
+    return kept
+
