@@ -97,6 +97,12 @@ CASES: dict[str, Bad] = {
     "wheels-folder-not-makeable": Bad(["wheels", "/proc/vfcheck-wheels"], 1,
                                       "cannot fill /proc/vfcheck-wheels: No such file or "
                                       "directory"),
+    "record-output-folder": Bad(["record", "vfc-echo", "--base-url", "http://127.0.0.1:9/v1",
+                                 "-o", "."], 2,
+                                "-o/--output: cannot write {cwd}: it is a folder"),
+    "merge-not-a-report": Bad(["merge", "stray.toml"], 2, "stray.toml: not JSON"),
+    "init-outside-a-package": Bad(["init"], 2, "no pyproject.toml in {cwd}: run vfcheck init "
+                                  "in the env package's folder"),
     "list-checks-unknown-flag": Bad(["list-checks", "--everything"], 2,
                                     "unrecognized arguments: --everything"),
     "check-unknown-env": Bad(["check", "vfc-no-such-env", *PATH], 1,

@@ -27,6 +27,17 @@ def _scripted_model(script: str | None, seed: int | None) -> Any:
                          http=loaded.http_answers())
 
 
+def check_output_and_url(output: Path, base_url: str | None) -> None:
+    """The output file is writable and the endpoint is a URL, or a one-line usage error."""
+    from vfcheck.option_table import OptionError, unwritable
+
+    if (why := unwritable(output.absolute())) is not None:
+        raise OptionError(f"-o/--output: cannot write {output.absolute()}: {why}")
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        raise OptionError(f"--base-url: {base_url!r} is not an http:// or https:// URL "
+                          "(e.g. http://127.0.0.1:8000/v1)")
+
+
 def _script_tools(script: str | None) -> frozenset[str]:
     """The tools the user's script calls (a harness built-in keeps a role on the env tier)."""
     from vfcheck.script import Script
@@ -47,13 +58,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     options = resolved(args, pyproject=False).check  # `vfcheck run` reads no pyproject.toml
     output = args.output or Path("vfcheck-runs") / args.env / "episodes.jsonl"
-    from vfcheck.option_table import OptionError, unwritable
 
-    if (why := unwritable(output.absolute())) is not None:
-        raise OptionError(f"-o/--output: cannot write {output.absolute()}: {why}")
-    if args.base_url is not None and not args.base_url.startswith(("http://", "https://")):
-        raise OptionError(f"--base-url: {args.base_url!r} is not an http:// or https:// URL "
-                          "(e.g. http://127.0.0.1:8000/v1)")
+    check_output_and_url(output, args.base_url)
     model = None if args.base_url else _scripted_model(options.script, options.seed)
     progress = Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
@@ -134,6 +140,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     options = resolved(args).check
+    check_output_and_url(args.output, args.base_url)  # before any (paid) model call
     num_tasks = options.sample  # what a check run plays; a pyproject's `num_tasks` is what
     if args.num_tasks is not None and options.num_tasks is not None:  # it loads: not it
         num_tasks = options.num_tasks
