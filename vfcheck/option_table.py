@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from vfcheck.paths import shown_path
+from vfcheck.paths import shown_path, unwritable
 
 if TYPE_CHECKING:
     import argparse
@@ -450,26 +450,6 @@ def where_given(option: Option, front: Front) -> str:
     """How a message names the command-line flag of `option`."""
     return (option.pytest or option.name) if front == "pytest" else (
         "/".join(option.cli) or option.name.upper())
-
-
-def unwritable(path: Path, *, folder: bool = False) -> str | None:
-    """Why a file (`folder`: a folder to write in) cannot be written at `path`; None if it
-    can. Missing folders above it are made when it is written."""
-    if path.exists():
-        if path.is_dir() != folder:
-            return "it is a folder" if path.is_dir() else "it is not a folder"
-        if not os.access(path, os.W_OK):
-            return "it is not writable"
-        return None
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        return f"{parent} is not a folder"
-    if not os.access(parent, os.W_OK | os.X_OK):
-        return f"the folder {parent} is not writable"
-    return None
-
 
 
 # -- the README's table

@@ -20,10 +20,9 @@ from vfcheck.option_table import (
     Front,
     GoldenFrom,
     OptionError,
-    unwritable,
     where_given,
 )
-from vfcheck.paths import shown_path, write_refusal
+from vfcheck.paths import shown_path, unwritable, write_refusal
 
 if TYPE_CHECKING:
     from vfcheck.shards import Shard

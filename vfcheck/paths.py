@@ -3,6 +3,7 @@ every layer (options, traces, front ends) can ask."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -23,3 +24,22 @@ def write_refusal(path: Path, root: Path) -> str | None:
     return (f"vfcheck will not write {target}: it is outside {allowed}, where this run may "
             "write golden traces (to write there, name the folder: --vf-golden-dir DIR, "
             "--golden-dir DIR or [tool.vfcheck] golden_dir)")
+
+
+def unwritable(path: Path, *, folder: bool = False) -> str | None:
+    """Why a file (`folder`: a folder to write in) cannot be written at `path`; None if it
+    can. Missing folders above it are made when it is written."""
+    if path.exists():
+        if path.is_dir() != folder:
+            return "it is a folder" if path.is_dir() else "it is not a folder"
+        if not os.access(path, os.W_OK):
+            return "it is not writable"
+        return None
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"the folder {parent} is not writable"
+    return None

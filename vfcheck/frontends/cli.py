@@ -297,7 +297,8 @@ def cmd_wheels(args: argparse.Namespace) -> int:
     from vfcheck.episodes.offline import prepare_process_env
     from vfcheck.episodes.runner import EnvLoadError
     from vfcheck.episodes.wheels_command import WheelsError, fill, programs_of
-    from vfcheck.option_table import OptionError, unwritable
+    from vfcheck.option_table import OptionError
+    from vfcheck.paths import unwritable
 
     options = resolved(args, pyproject=False).check
     if (why := unwritable(args.folder.absolute(), folder=True)) is not None:

@@ -29,7 +29,8 @@ def _scripted_model(script: str | None, seed: int | None) -> Any:
 
 def check_output_and_url(output: Path, base_url: str | None) -> None:
     """The output file is writable and the endpoint is a URL, or a one-line usage error."""
-    from vfcheck.option_table import OptionError, unwritable
+    from vfcheck.option_table import OptionError
+    from vfcheck.paths import unwritable
 
     if (why := unwritable(output.absolute())) is not None:
         raise OptionError(f"-o/--output: cannot write {output.absolute()}: {why}")
