@@ -12,10 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from vfcheck.isolation.queue_clock import QUEUE_CLOCK
 
 if TYPE_CHECKING:
     from vfcheck.checks.context import CheckContext
@@ -37,10 +40,12 @@ is retried (a `@vf.stop` hook runs before it and sees the failed call: vfc-broke
 the second only adds the longest backoff (~0.9 of the ~1.4 s the two cost)."""
 CANCEL_SETTLE = 5.0
 """Seconds a cancelled episode's previews get to be abandoned before `preview` judges."""
-EPISODES_AT_ONCE = 4
+EPISODES_AT_ONCE = max(1, min(4, os.cpu_count() or 1))
 """Episodes in flight in one worker when a role plays on the env tier or its tasks offer
-tools: such episodes start harness programs or tool servers (an interpreter each), and a
-2-core CI machine must not be asked for dozens at once."""
+tools: one per core, at most 4. Such episodes start harness programs or tool servers, an
+interpreter each whose import (~4.5 s of CPU for verifiers) is CPU-bound; more of them than
+cores only stretches every episode towards its timeout (4 at once on 2 cores: 12 s an
+episode of vfc-tool instead of 6)."""
 FAST_EPISODES_AT_ONCE = 16
 """The same when every role plays on the fast tier: in-process episodes cost ~0.07 s of CPU
 each and spend most of their time waiting (the harness's retry backoff after a fault, the
@@ -140,7 +145,7 @@ class EpisodeLab:
                 self.router.assigned[trace.id] = policy
 
         runner = runner or self.runner
-        async with self._gate:
+        async with QUEUE_CLOCK.slot(self._gate):
             return await runner.play(task, timeout=self.timeout, on_trace=assign)
 
     async def first_play(self, task: Any) -> Any:
@@ -193,7 +198,7 @@ class EpisodeLab:
         def assign(trace: Any) -> None:
             self.router.assigned[trace.id] = hang
 
-        async with self._gate:
+        async with QUEUE_CLOCK.slot(self._gate):
             return await play_cancelled(self.runner, task, assign, wait=self.timeout,
                                         settle=CANCEL_SETTLE)
 

@@ -7,6 +7,7 @@ env's work per worker), and what was written survives an interrupt. Events:
 - `hello` (worker pid), `ready` (verifiers imported: its version)
 - `plan` (tasks, the sampled indices, the harness tier per role)
 - `start` / `finding` for each check unit (`check`, `index`)
+- `queued`: seconds the worker's episodes have waited for a slot so far (`seconds`)
 - `stalled` (the worker's watchdog: env code blocked the loop or ignored a cancellation,
   and where; the supervisor kills the worker on it — see `Stall`)
 - `done` (the worker finished), `final` (the supervisor finished: nothing more will come)
@@ -92,6 +93,10 @@ class EventLog:
     plan: dict[str, Any] | None = None
     started: dict[Unit, tuple[float, float]] = field(default_factory=dict)
     """Unit -> (when this reader saw it start, its deadline in seconds)."""
+    queued: float = 0.0
+    """Seconds the current worker's episodes have waited for a slot (`queued` events):
+    deadlines do not count them (`vfcheck.isolation.queue_clock`)."""
+    queued_at_start: dict[Unit, float] = field(default_factory=dict)
     findings: dict[Unit, Finding] = field(default_factory=dict)
     stall: Stall | None = None
     """What the current worker's watchdog reported stuck, if anything."""
@@ -128,6 +133,7 @@ class EventLog:
             self.hello, self.done, self.stall, self.crash = event, False, None, None
             self.worker_starts += 1
             self.started.clear()  # a restarted worker: what was in flight was settled
+            self.queued = 0.0
         elif kind == "ready":
             self.ready = event
         elif kind == "plan":
@@ -135,6 +141,9 @@ class EventLog:
         elif kind == "start":
             unit = (event["check"], event["index"])
             self.started[unit] = (time.monotonic(), float(event.get("deadline") or 0.0))
+            self.queued_at_start[unit] = self.queued
+        elif kind == "queued":
+            self.queued = float(event.get("seconds") or 0.0)
         elif kind == "finding":
             finding = Finding.from_dict(event["finding"])
             unit = (finding.check, finding.task.index if finding.task else None)
@@ -151,6 +160,14 @@ class EventLog:
 
     def in_flight(self) -> dict[Unit, tuple[float, float]]:
         return {u: t for u, t in self.started.items() if u not in self.findings}
+
+    def overdue(self, grace: float) -> list[Unit]:
+        """Units in flight past their deadline plus `grace`, not counting the seconds
+        episodes waited for a slot since they started."""
+        now = time.monotonic()
+        return [u for u, (t0, deadline) in self.in_flight().items()
+                if deadline and now - t0 > deadline + grace
+                + self.queued - self.queued_at_start.get(u, 0.0)]
 
     def wait(self, until: Any, timeout: float | None = None, interval: float = 0.05) -> bool:
         """Poll until `until(self)` holds or the run is final; True if it holds."""

@@ -97,6 +97,16 @@ def cmdline(pid: int) -> str | None:
         return None
 
 
+def environment_names(pid: int) -> frozenset[str]:
+    """The names of the process's environment variables; empty where they cannot be read
+    (gone, another user's, a platform that hides them)."""
+    proc = _running(pid)
+    try:
+        return frozenset(proc.environ()) if proc is not None else frozenset()
+    except (*GONE, OSError):
+        return frozenset()
+
+
 def running_inside(folder: Path, env_var: str) -> list[int]:
     """Processes running from inside `folder`: cwd under it, an argument naming a path under
     it, or `env_var` set to it in their environment. Never this process or its ancestors."""

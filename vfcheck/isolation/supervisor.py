@@ -294,9 +294,7 @@ class EnvCheck:
             if self.log.ready is None and now - started > IMPORT_DEADLINE:
                 kill_tree(proc)
                 return [("load", None)]
-            overdue = [u for u, (t0, deadline) in self.log.in_flight().items()
-                       if deadline and now - t0 > deadline + GRACE]
-            if overdue:
+            if self.log.overdue(GRACE):
                 in_flight = list(self.log.in_flight())
                 kill_tree(proc)
                 return in_flight

@@ -39,6 +39,7 @@ from vfcheck.checks.registry import CheckSpec, Unit
 from vfcheck.episodes.offline import prepare_process_env
 from vfcheck.findings import Finding
 from vfcheck.isolation.events import Stall, append_event
+from vfcheck.isolation.queue_clock import QUEUE_CLOCK
 from vfcheck.isolation.watchdog import CURRENT_UNIT, Watchdog, env_modules
 from vfcheck.options import CheckOptions
 
@@ -46,6 +47,9 @@ KILL_WAIT = 30.0
 """Seconds a unit gets to end once its deadline cancelled it. One that swallows the
 cancellation is reported by the watchdog within `CANCEL_GRACE` and killed by the
 supervisor; past this, the worker goes on as if it had ended (vfcheck's own code stuck)."""
+QUEUED_EVERY = 1.0
+"""Seconds between two `queued` events while episodes wait at the gate: the supervisor's
+hard deadlines move by what they say (`vfcheck.isolation.queue_clock`)."""
 UNIT_CONCURRENCY = 4
 """Task-scoped checks (setup, gold, noop) in flight at once; the episode-playing checks share
 the episode lab's gate instead (most of their time is waiting: timeouts, settles)."""
@@ -114,12 +118,16 @@ class Worker:
             )
             if plan_only:  # the xdist controller's: its workers run the checks
                 return
+            queueing = asyncio.ensure_future(self.report_queueing())
             # the mock answers model (and judge) calls of every check; if the lab cannot open
             # (a harness program that cannot be prepared offline), each check that plays an
             # episode gets an `error` finding saying why, and the others still run
             with contextlib.suppress(Exception):
                 await episode_lab(ctx)
-            await self.run_units(self.units("run"))
+            try:
+                await self.run_units(self.units("run"))
+            finally:
+                queueing.cancel()
         for unit in [] if plan_only else self.units("after"):  # verifiers closed its runners
             await self.run_unit(REGISTRY[unit[0]], None)
 
@@ -148,15 +156,28 @@ class Worker:
 
     async def finish(self, job: asyncio.Future[Finding], spec: CheckSpec, task: Any,
                      deadline: float) -> Finding:
-        """`job`'s finding within `deadline`; else cancel it, and give it `KILL_WAIT` to
-        end (`asyncio.wait_for` would wait forever for env code that swallows the
+        """`job`'s finding within `deadline`, not counting the time episodes waited for a
+        slot (`QUEUE_CLOCK`); else cancel it, and give it `KILL_WAIT` to end
+        (`asyncio.wait_for` would wait forever for env code that swallows the
         `CancelledError`: the watchdog reports that, and the supervisor kills the worker)."""
-        await asyncio.wait({job}, timeout=deadline)
-        if job.done():
-            return job.result()
+        started, queued = time.monotonic(), QUEUE_CLOCK.waited()
+        while (left := deadline + QUEUE_CLOCK.waited() - queued
+               - (time.monotonic() - started)) > 0:
+            await asyncio.wait({job}, timeout=left)
+            if job.done():
+                return job.result()
         job.cancel()
         await asyncio.wait({job}, timeout=KILL_WAIT)
-        return self.timed_out(spec, task, deadline)
+        return self.timed_out(spec, task, deadline, QUEUE_CLOCK.waited() - queued)
+
+    async def report_queueing(self) -> None:
+        """Append a `queued` event whenever the gate's waits have grown (`QUEUED_EVERY`)."""
+        said = 0.0
+        while True:
+            await asyncio.sleep(QUEUED_EVERY)
+            if (waited := QUEUE_CLOCK.waited()) > said:
+                self.emit("queued", seconds=round(waited, 3))
+                said = waited
 
     async def run_units(self, units: list[Unit]) -> None:
         """Suspects of an earlier stall first, one at a time; then every env-level check (in
@@ -228,12 +249,14 @@ class Worker:
 
         return episode_skip_reason(self.ctx, task)
 
-    def timed_out(self, spec: CheckSpec, task: Any, deadline: float) -> Finding:
+    def timed_out(self, spec: CheckSpec, task: Any, deadline: float,
+                  queued: float = 0.0) -> Finding:
+        waits = f", plus {queued:.0f}s while episodes waited for a slot" if queued >= 1 else ""
         return Finding(
             spec.id, spec.family, task_id(task) if task is not None else None, "failed",
             f"{self.ctx.where(task)}: {spec.id} did not finish within {deadline:g}s (timeout "
-            f"{self.ctx.timeout:g}s per step). Contract: {spec.contract}.",
-            {"deadline": deadline})
+            f"{self.ctx.timeout:g}s per step{waits}). Contract: {spec.contract}.",
+            {"deadline": deadline, "queued": round(queued, 3)})
 
 
 async def main_async(spec: dict[str, Any]) -> None:
