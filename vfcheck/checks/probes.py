@@ -18,6 +18,7 @@ as one chat turn with no env tools; elsewhere the script must give it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -150,8 +151,22 @@ class ProbeLab:
     async def play(self, task: Any, probe: Probe) -> ProbeResult:
         key = (task.data.idx, probe.name)
         if key not in self._plays:
-            self._plays[key] = asyncio.ensure_future(self._play(task, probe))
+            same_reply = [future for (index, name), future in self._plays.items()
+                          if index == key[0] and reply_of(name) == reply_of(probe.name)]
+            self._plays[key] = asyncio.ensure_future(self._reuse_or_play(task, probe,
+                                                                         same_reply))
         return await asyncio.shield(self._plays[key])
+
+    async def _reuse_or_play(self, task: Any, probe: Probe,
+                             same_reply: list[asyncio.Future[ProbeResult]]) -> ProbeResult:
+        """An episode of the same reply under another judge verdict (`claim` for
+        `claim/positive`), if one made no judge call: the verdict cannot have mattered,
+        and a tool env's episode costs an interpreter per tool server. Else a new play."""
+        for earlier in same_reply:
+            result = await asyncio.shield(earlier)
+            if not result.judge_calls and result.runner_error is None:
+                return dataclasses.replace(result, probe=probe.name, judge=probe.judge)
+        return await self._play(task, probe)
 
     async def _play(self, task: Any, probe: Probe) -> ProbeResult:
         from vfcheck.model import first_of, judge_policy
@@ -271,6 +286,12 @@ async def probe_lab(ctx: CheckContext) -> ProbeLab:
 def table_of(results: Mapping[str, ProbeResult | None]) -> dict[str, float | None]:
     """probe -> reward: the row of the policy x task table that reports show."""
     return {name: (r.reward if r is not None else None) for name, r in results.items()}
+
+
+def reply_of(probe_name: str) -> str:
+    """The agent policy a probe name plays: `claim` for `claim/positive` (the part after
+    the slash names the judge verdict)."""
+    return probe_name.split("/", 1)[0]
 
 
 def said(reply: Any) -> str:
