@@ -68,6 +68,41 @@ def test_an_orphan_is_adopted_reported_and_killed() -> None:
 
 
 
+def test_a_tool_server_left_running_is_named_as_verifiers_tool_server() -> None:
+    """A leftover started the way verifiers' subprocess runtime starts a toolset's server
+    (`python -m <module>`, `VF_CONFIG` and `VF_STATE_URL` in its environment) is named as
+    a tool server pointing at a blocking tool; a plain leftover stays env code's."""
+    import os
+
+    from vfcheck.checks import hygiene
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", "0"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "VF_CONFIG": "{}", "VF_STATE_URL": ""})
+    plain = subprocess.Popen(LEAK.split())
+    try:
+        found = hygiene.leftovers(os.getpid())
+        assert {(p.pid, p.tool_server) for p in found} >= {(server.pid, True),
+                                                           (plain.pid, False)}
+        mine = [p for p in found if p.pid in (server.pid, plain.pid)]
+        finding = hygiene.processes_finding("vfc-x", mine)
+    finally:
+        for proc in (server, plain):
+            proc.kill()
+            proc.wait()
+    assert finding.outcome == "failed"
+    assert f"1 process(es) started by env code were still running after every hook and " \
+           f"episode had finished (vfcheck killed them): `{LEAK}` (pid {plain.pid})" \
+           in finding.message
+    assert f"1 tool server(s) that verifiers started for the env's toolsets (one per " \
+           f"rollout) outlived their episodes (vfcheck killed them): `{sys.executable} -m " \
+           f"http.server 0` (pid {server.pid}); verifiers stops them with SIGTERM" \
+           in finding.message
+    assert "look for a tool that blocks or never returns" in finding.message
+    assert finding.details["tool_servers"] == [server.pid]
+
+
 def test_without_a_subreaper_the_finding_names_what_it_could_not_see() -> None:
     """Where the worker is no subreaper (macOS; here: before it asks), orphans leave its tree
     unseen: the verdict says so instead of passing silently, and says nothing once it is."""

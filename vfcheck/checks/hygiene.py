@@ -4,7 +4,9 @@ A hook that starts a process (`subprocess.Popen(["sleep", "3600"])` in `setup`, 
 in a reward) and never reaps it leaks one process per task and episode: a training run
 plays thousands, and the machine fills up. verifiers stops what it starts itself (harness
 programs, tool servers) when its runtimes and `env.serving()` close; whatever still runs
-below the check worker after that is the env's.
+below the check worker after that is the env's. A tool server of the env's toolsets that is
+still running (verifiers' SIGTERM did not end it while a tool call was in progress) is named
+as one, so that the message points at the tool rather than at unknown env code.
 
 The worker makes itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`), so a process
 whose parent exits (`sh -c 'cmd &'`, a double fork) is re-parented to the worker rather
@@ -28,7 +30,13 @@ from vfcheck.findings import Finding
 from vfcheck.isolation.processes import (
     become_subreaper as become_subreaper,  # the worker asks through this module
 )
-from vfcheck.isolation.processes import cmdline, descendants, is_subreaper, kill_pids
+from vfcheck.isolation.processes import (
+    cmdline,
+    descendants,
+    environment_names,
+    is_subreaper,
+    kill_pids,
+)
 
 CHECK = "hygiene.processes"
 SETTLE = 3.0
@@ -43,10 +51,17 @@ UNSEEN = ("Not seen: orphans (a process whose parent exited, as after `sh -c 'cm
 """What the check cannot see where the worker could not become a subreaper."""
 
 
+TOOL_SERVER_VARS = frozenset({"VF_CONFIG", "VF_STATE_URL"})
+"""What verifiers' subprocess runtime puts in the environment of a toolset's server, which
+it starts as `<python> -m <the toolset's module>` (`verifiers/v1/mcp/launch.py`)."""
+
+
 @dataclass(frozen=True)
 class Leftover:
     pid: int
     cmdline: str
+    tool_server: bool = False
+    """A tool server verifiers started for one of the env's toolsets (`TOOL_SERVER_VARS`)."""
 
 
 def leftovers(root: int) -> list[Leftover]:
@@ -55,7 +70,8 @@ def leftovers(root: int) -> list[Leftover]:
     for pid in descendants(root):
         line = cmdline(pid)
         if line is not None and not any(helper in line for helper in HELPERS):
-            found.append(Leftover(pid, line))
+            found.append(Leftover(pid, line, " -m " in line
+                                  and TOOL_SERVER_VARS <= environment_names(pid)))
     return found
 
 
@@ -90,18 +106,34 @@ def processes_finding(env_id: str, found: list[Leftover]) -> Finding:
         return Finding(CHECK, spec.family, None, "passed",
                        f"{where}: no process left running after the hooks and episodes"
                        f"{'.' if unseen else ''}{unseen}", details)
+    servers = [p for p in found if p.tool_server]
+    others = [p for p in found if not p.tool_server]
+    parts = []
+    if others:
+        parts.append(f"{len(others)} process(es) started by env code were still running after "
+                     f"every hook and episode had finished (vfcheck killed them): "
+                     f"{listed(others)}")
+    if servers:
+        parts.append(f"{len(servers)} tool server(s) that verifiers started for the env's "
+                     f"toolsets (one per rollout) outlived their episodes (vfcheck killed "
+                     f"them): {listed(servers)}; verifiers stops them with SIGTERM when a "
+                     "rollout ends, and a server whose tool call is still running may not exit "
+                     "on it: look for a tool that blocks or never returns (see the episode "
+                     "findings)")
+    details["tool_servers"] = [p.pid for p in servers]
+    return Finding(CHECK, spec.family, None, "failed",
+                   f"{where}: {CHECK} failed — {'; and '.join(parts)}. "
+                   f"Contract: {spec.contract}.{unseen}", details)
+
+
+def listed(found: list[Leftover]) -> str:
+    """`` `sleep 3600` (pids 4, 5)``: each command line once, with its pids."""
     by_line: dict[str, list[int]] = {}
     for p in found:
         by_line.setdefault(p.cmdline, []).append(p.pid)
-    listed = "; ".join(
+    return "; ".join(
         f"`{line[:120]}` (pid{'s' if len(pids) > 1 else ''} {', '.join(map(str, pids))})"
         for line, pids in by_line.items()
-    )
-    return Finding(
-        CHECK, spec.family, None, "failed",
-        f"{where}: {CHECK} failed — {len(found)} process(es) started by env code were still "
-        f"running after every hook and episode had finished (vfcheck killed them): {listed}. "
-        f"Contract: {spec.contract}.{unseen}", details,
     )
 
 
