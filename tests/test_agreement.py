@@ -26,8 +26,15 @@ def verdicts(report: dict[str, Any], checks: set[str] | None = None) -> set[tupl
     }
 
 
+def findings_of(report: dict[str, Any]) -> str:
+    """Every finding of a report, a line each: what an assertion shows when verdicts differ."""
+    lines = [f"{f['check']} {f['outcome']}: {f['message']}"
+             for env in report["envs"] for f in env["findings"]]
+    return "\n".join([*lines, "stderr:", report.get("stderr", "")])
+
+
 def vfcheck_check(fixtures_dir: Path, tmp_path: Path, env: str, *extra: str) -> dict[str, Any]:
-    out = tmp_path / f"{env}-cli.json"
+    out = tmp_path / f"{env}-cli-{len(list(tmp_path.glob('*-cli-*.json')))}.json"  # one per run
     done = subprocess.run(
         [sys.executable, "-m", "vfcheck", "check", env, "--path", str(fixtures_dir),
          "--json", str(out), *extra],
@@ -35,6 +42,7 @@ def vfcheck_check(fixtures_dir: Path, tmp_path: Path, env: str, *extra: str) -> 
     )
     assert done.returncode in (0, 1), done.stderr[-2000:]
     report: dict[str, Any] = json.loads(out.read_text())
+    report["stderr"] = done.stderr[-2000:]
     return report
 
 
@@ -77,7 +85,8 @@ def test_gold_and_noop_verdicts_match_vf_validate(
     run_dir = vf_validate(fixtures_dir, tmp_path / "validate", env)
     graded = vfcheck_check(fixtures_dir, tmp_path, env, "--from-validate", str(run_dir))
     ours = vfcheck_check(fixtures_dir, tmp_path, env, "--checks", "gold,noop")
-    assert verdicts(graded, {"gold", "noop"}) == verdicts(ours, {"gold", "noop"})
+    checks = {"gold", "noop"}
+    assert verdicts(graded, checks) == verdicts(ours, checks), findings_of(ours)
 
 
 @pytest.mark.slow
