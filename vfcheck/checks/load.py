@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
-import ipaddress
 import json
 import os
-import socket
 import sys
 import traceback
 from collections.abc import Awaitable, Iterator
@@ -23,13 +20,13 @@ from typing import Any
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
+from vfcheck.isolation import offline_sockets
 from vfcheck.isolation.processes import WORKER_HASH_SEED
 from vfcheck.paths import shown_path
 
 LOAD_TIMEOUT = 60.0
 """Seconds `load()` may take at least (the per-check timeout when that is longer): loading
 imports the env's modules, which a machine under load makes slow."""
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", ""})
 
 
 class LoadAborted(Exception):
@@ -45,58 +42,16 @@ def aborted_by(error: BaseException) -> str:
             "Exception")
 
 
-class NetworkBlocked(OSError):
-    """Raised in place of a connection to the outside while a taskset loads."""
-
-
-def _is_loopback(host: object) -> bool:
-    if isinstance(host, bytes):
-        host = host.decode(errors="replace")
-    if not isinstance(host, str) or host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.split("%")[0]).is_loopback
-    except ValueError:
-        return False
-
-
 @contextlib.contextmanager
 def no_network(attempts: list[str]) -> Iterator[None]:
-    """Refuse (and record in `attempts`) name lookups and connections to non-loopback
-    hosts. Patches the socket module, never verifiers."""
-    real_getaddrinfo = socket.getaddrinfo
-    real_connect = socket.socket.connect
-    real_connect_ex = socket.socket.connect_ex
+    """Refuse (and record in `attempts`) name lookups of and connections to non-local hosts
+    (`vfcheck.isolation.offline_sockets`). Patches the socket module, never verifiers."""
+    def refuse(host: str, port: int | None) -> str:
+        attempts.append(host)
+        return f"vfcheck: no network while the taskset loads ({host})"
 
-    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _is_loopback(host):
-            attempts.append(str(host))
-            raise NetworkBlocked(f"vfcheck: no network while the taskset loads ({host})")
-        return real_getaddrinfo(host, *args, **kwargs)
-
-    def connect(self: socket.socket, address: Any) -> Any:
-        host = address[0] if isinstance(address, tuple) else address
-        if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(host):
-            attempts.append(str(host))
-            raise NetworkBlocked(f"vfcheck: no network while the taskset loads ({host})")
-        return real_connect(self, address)
-
-    def connect_ex(self: socket.socket, address: Any) -> Any:
-        host = address[0] if isinstance(address, tuple) else address
-        if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(host):
-            attempts.append(str(host))
-            return errno.ECONNREFUSED
-        return real_connect_ex(self, address)
-
-    socket.getaddrinfo = getaddrinfo
-    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
-    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
-    try:
+    with offline_sockets.no_network(refuse):
         yield
-    finally:
-        socket.getaddrinfo = real_getaddrinfo
-        socket.socket.connect = real_connect  # type: ignore[method-assign]
-        socket.socket.connect_ex = real_connect_ex  # type: ignore[method-assign]
 
 
 def load_finding(env_id: str, outcome: str, message: str, **details: Any) -> Finding:

@@ -39,6 +39,7 @@ from vfcheck.checks.registry import CheckSpec, Unit
 from vfcheck.episodes.offline import prepare_process_env
 from vfcheck.findings import Finding
 from vfcheck.isolation.events import Stall, append_event
+from vfcheck.isolation.offline_sockets import OFFLINE_SOCKETS, no_network
 from vfcheck.isolation.queue_clock import QUEUE_CLOCK
 from vfcheck.isolation.watchdog import CURRENT_UNIT, Watchdog, env_modules
 from vfcheck.options import CheckOptions
@@ -119,13 +120,17 @@ class Worker:
             if plan_only:  # the xdist controller's: its workers run the checks
                 return
             queueing = asyncio.ensure_future(self.report_queueing())
-            # the mock answers model (and judge) calls of every check; if the lab cannot open
-            # (a harness program that cannot be prepared offline), each check that plays an
-            # episode gets an `error` finding saying why, and the others still run
-            with contextlib.suppress(Exception):
-                await episode_lab(ctx)
+            OFFLINE_SOCKETS.env_code, OFFLINE_SOCKETS.kinds = (self.watchdog.env_code,
+                                                               self.watchdog.kinds)
             try:
-                await self.run_units(self.units("run"))
+                with no_network(OFFLINE_SOCKETS.record):  # httpx ends in the mock's router
+                    # the mock answers model (and judge) calls of every check; if the lab
+                    # cannot open (a harness program that cannot be prepared offline), each
+                    # check that plays an episode gets an `error` finding saying why, and
+                    # the others still run
+                    with contextlib.suppress(Exception):
+                        await episode_lab(ctx)
+                    await self.run_units(self.units("run"))
             finally:
                 queueing.cancel()
         for unit in [] if plan_only else self.units("after"):  # verifiers closed its runners

@@ -1,0 +1,53 @@
+"""The socket-level refusal: any lookup of, or connection to, another host is refused in
+vfcheck's words and remembered with the code that asked; this machine stays reachable (the
+mock, verifiers' interception server, tool servers and harness programs live there)."""
+
+from __future__ import annotations
+
+import errno
+import socket
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+
+from vfcheck.isolation.offline_sockets import NetworkBlocked, OfflineSockets, is_local, no_network
+from vfcheck.model import EpisodeRef, TaskRef, episode_scope
+
+
+@pytest.mark.parametrize(("host", "local"), [
+    ("127.0.0.1", True), ("::1", True), ("localhost", True), ("api.localhost", True),
+    ("0.0.0.0", True), ("::", True), (None, True), ("", True), (b"127.0.0.2", True),
+    (socket.gethostname(), True), ("[::1]", True),
+    ("grader.example.org", False), ("10.0.0.8", False), ("169.254.169.254", False),
+    ("8.8.8.8", False),
+])
+def test_only_this_machine_is_local(host: object, local: bool) -> None:
+    assert is_local(host) is local
+
+
+def test_other_hosts_are_refused_and_remembered_and_loopback_still_connects() -> None:
+    log = OfflineSockets()
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted = threading.Thread(target=lambda: server.accept()[0].close(), daemon=True)
+    accepted.start()
+    ref = EpisodeRef(TaskRef(2, "k"), stage=lambda: "the scoring stage of an episode")
+    with no_network(log.record), episode_scope(ref):
+        with pytest.raises(urllib.error.URLError) as raised:  # what urllib makes of it
+            urllib.request.urlopen("https://grader.example.org/v1/grade", timeout=5)
+        with socket.socket() as raw, pytest.raises(ConnectionRefusedError):
+            raw.connect(("93.184.216.34", 80))
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass  # the mock and verifiers' servers are on loopback
+    accepted.join(5)
+    server.close()
+    assert isinstance(raised.value.reason, NetworkBlocked)
+    assert str(raised.value.reason).startswith(
+        f"[Errno {errno.ECONNREFUSED}] vfcheck runs offline: env code connected to "
+        "grader.example.org:443 outside httpx (env code; the scoring stage of an episode)")
+    assert [(a.host, a.port, a.task, a.stage) for a in log.taken()] == [
+        ("grader.example.org", 443, 2, "the scoring stage of an episode"),
+        ("93.184.216.34", 80, 2, "the scoring stage of an episode")]
+    assert socket.getaddrinfo.__module__ == "socket"  # the patches are gone

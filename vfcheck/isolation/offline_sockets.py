@@ -1,0 +1,163 @@
+"""Connections to the outside, refused at the socket while vfcheck loads and checks an env.
+
+vfcheck runs offline. An httpx request ends in the mock's router
+(`vfcheck.model.offline_http`), but a reward that posts with `requests`, `urllib` or
+`aiohttp`, or opens a socket, would get past it: on a machine with a network it would reach
+the service, and an env that passes vfcheck in CI could still depend on that service. So
+while a taskset loads (`load`) and while the checks run (the check worker), every name
+lookup of a remote host and every connection to a non-local address is refused here with a
+`NetworkBlocked` (a `ConnectionRefusedError`, what env code gets with no route). Each one is
+remembered with what asked (`Attempt`), for `hygiene.network`.
+
+Local stays open: loopback, the unspecified addresses servers bind (`0.0.0.0`, `::`) and
+this machine's own name. The mock, verifiers' interception server, tool servers and harness
+programs all live there. The patches are on the socket module, never on verifiers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import ipaddress
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+LOCAL_NAMES = frozenset({"localhost", "", "0.0.0.0", "::"})
+
+
+class NetworkBlocked(ConnectionRefusedError):
+    """Raised in place of a lookup of, or a connection to, a host outside this machine."""
+
+
+def is_local(host: object) -> bool:
+    """Whether `host` (a name, an address, bytes or None) is this machine."""
+    if isinstance(host, bytes):
+        host = host.decode(errors="replace")
+    if not isinstance(host, str):
+        return True  # None: the wildcard address of a server
+    name = host.split("%")[0].strip("[]").lower()
+    if name in LOCAL_NAMES or name.endswith(".localhost") or name == socket.gethostname():
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
+
+
+Record = Callable[[str, int | None], str]
+"""Called with each refused host and port; returns the error message env code gets."""
+
+
+@contextlib.contextmanager
+def no_network(record: Record) -> Iterator[None]:
+    """Refuse name lookups of and connections to non-local hosts, telling `record`."""
+    real_getaddrinfo = socket.getaddrinfo
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if not is_local(host):
+            raise NetworkBlocked(errno.ECONNREFUSED, record(str(host), _port(port)))
+        return real_getaddrinfo(host, port, *args, **kwargs)
+
+    def outside(sock: socket.socket, address: Any) -> tuple[str, int | None] | None:
+        if sock.family not in (socket.AF_INET, socket.AF_INET6) or not isinstance(
+                address, tuple):
+            return None
+        return None if is_local(address[0]) else (str(address[0]), _port(address[1]))
+
+    def connect(self: socket.socket, address: Any) -> Any:
+        if (where := outside(self, address)) is not None:
+            raise NetworkBlocked(errno.ECONNREFUSED, record(*where))
+        return real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> Any:
+        if (where := outside(self, address)) is not None:
+            record(*where)
+            return errno.ECONNREFUSED
+        return real_connect_ex(self, address)
+
+    socket.getaddrinfo = getaddrinfo
+    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        socket.getaddrinfo = real_getaddrinfo
+        socket.socket.connect = real_connect  # type: ignore[method-assign]
+        socket.socket.connect_ex = real_connect_ex  # type: ignore[method-assign]
+
+
+def _port(port: Any) -> int | None:
+    try:
+        return int(port)
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One refused lookup or connection, and what made it."""
+
+    host: str
+    port: int | None
+    code: str
+    """The env code on the stack (`reward 'grade' at my_env.py:41`), or why none is known."""
+    task: int | None
+    stage: str
+
+
+class OfflineSockets:
+    """The check worker's log of refused connections, with the code that asked: env code on
+    the calling thread's stack (`vfcheck.isolation.watchdog.EnvCode`), and the episode or
+    check it ran in (`vfcheck.model.scope`)."""
+
+    def __init__(self, env_code: Any = None, kinds: Any = None) -> None:
+        self.env_code = env_code
+        self.kinds = kinds
+        self.attempts: list[Attempt] = []
+        self._lock = threading.Lock()
+
+    def record(self, host: str, port: int | None) -> str:
+        from vfcheck.model.scope import current_episode
+
+        episode = current_episode()
+        stage = (episode.stage() if episode is not None and episode.stage is not None
+                 else "a check" if episode is not None else "no episode or check known")
+        attempt = Attempt(host, port, self._code(), episode.task.index if episode else None,
+                          stage)
+        with self._lock:
+            self.attempts.append(attempt)
+        target = host if port is None else f"{host}:{port}"
+        return (f"vfcheck runs offline: env code connected to {target} outside httpx "
+                f"({attempt.code}; {stage}); only httpx requests can be served offline, "
+                "from a --script file's [[http]] entries")
+
+    def _code(self) -> str:
+        """The innermost env-code frame of this thread, as a hook when it is one."""
+        from vfcheck.isolation.watchdog import display_path, frames_of, hook_of
+
+        if self.env_code is None:
+            return "env code"
+        frames = [f for f in frames_of(sys._getframe(2)) if f.f_code.co_filename
+                  in self.env_code]
+        if not frames:
+            return "no env code on the stack: an asyncio client resolves names in a thread"
+        innermost = frames[-1]
+        hook = next((found[0] for f in reversed(frames)
+                     if self.kinds is not None and (found := hook_of(f, self.kinds))), None)
+        at = f"{display_path(innermost.f_code.co_filename)}:{innermost.f_lineno}"
+        return f"{hook or innermost.f_code.co_name} at {at}"
+
+    def taken(self) -> list[Attempt]:
+        with self._lock:
+            return list(self.attempts)
+
+
+OFFLINE_SOCKETS = OfflineSockets()
+"""The check worker's log (the worker tells it the env's code once the env has loaded)."""
