@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from vfcheck.checks import BY_ID
 from vfcheck.model import EpisodeRef, ScriptedModel, TaskRef, episode_scope
 from vfcheck.model.offline_http import OfflineRequestError, http_answer
 from vfcheck.script import Script, ScriptError
@@ -26,9 +27,11 @@ Unit = tuple[str, int | None]
 BREAKS: dict[str, set[Unit]] = {
     "vfc-broken-reward-network": {("hygiene.network", None)} | {
         (check, i) for check in ("gold", "noop", "episode") for i in range(3)},
+    "vfc-broken-reward-socket": {("hygiene.network", None)},
 }
-"""The fixture whose reward fetches a rubric over the network, and what fails on it (under
-`--checks setup,gold,noop,episode,hygiene`): every scoring, and `hygiene.network`."""
+"""The fixtures whose reward fetches a rubric over the network, and what fails on them
+(under `--checks setup,gold,noop,episode,hygiene`): with httpx, every scoring and
+`hygiene.network`; with urllib behind an `except OSError`, `hygiene.network` alone."""
 
 
 def get(model: ScriptedModel, url: str, method: str = "GET") -> httpx.Response:
@@ -91,10 +94,11 @@ def test_a_bad_http_entry_is_one_line_naming_it(text: str, says: str) -> None:
     assert says in str(raised.value) and "\n" not in str(raised.value), str(raised.value)
 
 
-def check(tmp_path: Path, *extra: str) -> dict[str, Any]:
+def check(tmp_path: Path, *extra: str, env: str = "vfc-broken-reward-network",
+          ) -> dict[str, Any]:
     report = tmp_path / "report.json"
     subprocess.run(
-        [sys.executable, "-m", "vfcheck", "check", "vfc-broken-reward-network", "--path",
+        [sys.executable, "-m", "vfcheck", "check", env, "--path",
          str(FIXTURES), "--json", str(report), *extra],
         cwd=tmp_path, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     [env] = json.loads(report.read_text())["envs"]
@@ -123,3 +127,25 @@ def test_a_reward_that_calls_a_remote_url_fails_naming_it_and_a_script_serves_it
                    "--script", str(FIXTURES / "scripts" / "rubric.toml"))
     assert {f["outcome"] for f in served.values()} == {"passed"}, {
         u: f["message"] for u, f in served.items() if f["outcome"] != "passed"}
+
+
+@pytest.mark.slow
+def test_a_reward_that_connects_with_urllib_and_swallows_the_error_fails_hygiene_alone(
+        tmp_path: Path) -> None:
+    """Not httpx, so no script can serve it: refused at the socket, the reward's `except`
+    falls back and scores, and only `hygiene.network` names the host, the reward and the
+    line, the tasks and the stages."""
+    env = "vfc-broken-reward-socket"
+    findings = check(tmp_path, "--checks", "setup,gold,noop,episode,hygiene", env=env)
+    failed = {u for u, f in findings.items() if f["outcome"] != "passed"}
+    assert failed == BREAKS[env], failed
+    message = findings[("hygiene.network", None)]["message"]
+    source = (FIXTURES / "vfc_broken_reward_socket.py").read_text().splitlines()
+    line = next(i + 1 for i, text in enumerate(source) if "urlopen(" in text)
+    assert message.startswith(f"env {env!r}: hygiene.network failed — env code opened "), message
+    assert (f"rubrics.example.org:443, 15 times (reward 'echoed' at "
+            f"vfc_broken_reward_socket.py:{line}; tasks 0, 1, 2 in vf-validate's gold check; "
+            "tasks 0, 1, 2 in vf-validate's noop check; tasks 0, 1, 2 in the scoring stage of "
+            "an episode)") in message, message
+    assert "make the call with httpx" in message and "vfcheck runs offline" in message
+    assert BY_ID["hygiene.network"].contract in message

@@ -6,8 +6,10 @@ gets a connection error there (`vfcheck.model.offline_http`), which the check th
 reports in its own terms, and which env code may also swallow (`except httpx.HTTPError:
 return 0.0`) and score silently. This check looks back at the run's log of refused requests,
 which no `except` hides, and names each one with the stage and task that made it and the
-script entry that would serve it. A `load()` that reaches the network fails `load` instead:
-the taskset loads with no network at all.
+script entry that would serve it. Connections made by other means (requests, urllib,
+aiohttp, a socket) are refused at the socket (`vfcheck.isolation.offline_sockets`) and
+named the same way, with the env code that made them. A `load()` that reaches the network
+fails `load` instead: the taskset loads with no network at all.
 """
 
 from __future__ import annotations
@@ -33,9 +35,7 @@ def describe_refused(refused: list[Any]) -> tuple[str, list[dict[str, Any]]]:
         for request in made:
             tasks = by_stage.setdefault(request.stage, {})
             tasks.setdefault("no task" if request.task is None else str(request.task.index), None)
-        where = [f"{'task' if len(tasks) == 1 else 'tasks'} {', '.join(tasks)} in {stage}"
-                 .replace("task no task", "no task")
-                 for stage, tasks in by_stage.items()]
+        where = places(by_stage)
         count = f", {len(made)} times" if len(made) > 1 else ""
         parts.append(f"{method} {url}{count} (from {'; '.join(where)})")
         details.append({"method": method, "url": url, "count": len(made),
@@ -43,35 +43,84 @@ def describe_refused(refused: list[Any]) -> tuple[str, list[dict[str, Any]]]:
     return "; ".join(parts), details
 
 
+def places(by_stage: dict[str, dict[str, None]]) -> list[str]:
+    """`tasks 0, 1 in the scoring stage of an episode`, a stage each, its tasks in order."""
+    def order(task: str) -> tuple[int, int]:
+        return (1, 0) if not task.isdigit() else (0, int(task))
+
+    return [f"{'task' if len(tasks) == 1 else 'tasks'} {', '.join(sorted(tasks, key=order))} "
+            f"in {stage}".replace("task no task", "no task")
+            for stage, tasks in by_stage.items()]
+
+
 @check(
     CHECK, family="hygiene", scope="env", phase="after", budget=0.0, blocked_by_setup=False,
-    contract="env code makes no HTTP request the offline run does not serve: only the model "
-    "and judge endpoints are mocked, and a script's `[[http]]` entries answer the rest",
+    contract="env code makes no HTTP request or connection the offline run does not serve: "
+    "only the model and judge endpoints are mocked, and a script's `[[http]]` entries answer "
+    "the rest",
     fails_when="a hook, reward or judge wrapper running in the check worker made an httpx "
     "request to a non-loopback URL that is neither the model nor the judge endpoint and no "
-    "`[[http]]` entry of the script serves (also when env code caught the error); the message "
-    "names each method and URL, the task and stage that made it, and the entry that would "
-    "serve it. Requests from tool servers and harness programs (processes of their own) and "
-    "from other HTTP libraries are out of its sight",
+    "`[[http]]` entry of the script serves, or opened a connection to another host by other "
+    "means (requests, urllib, aiohttp, a socket: refused at the socket), also when env code "
+    "caught the error; the message names each method and URL (host and port, and the code "
+    "that connected), the task and stage that made it, and the entry that would serve it. "
+    "Requests from tool servers and harness programs (processes of their own) are out of its "
+    "sight",
     why="CI and training clusters run offline: a reward that needs a remote grader raises or "
     "scores 0 there, and an `except` makes it silent",
 )
 async def network(ctx: CheckContext, _: Any) -> Finding:
+    from vfcheck.isolation.offline_sockets import OFFLINE_SOCKETS
+
     lab = ctx.opened("episode_lab")
-    if lab is None:
+    sockets = OFFLINE_SOCKETS.taken()
+    if lab is None and not sockets:
         return ctx.finding(CHECK, None, "skipped",
                            "no check ran under the scripted model (nothing to look back at)")
-    refused = lab.runner.model.http.taken()
-    if not refused:
+    refused = lab.runner.model.http.taken() if lab is not None else []
+    if not refused and not sockets:
         return ctx.finding(CHECK, None, "passed",
-                           "env code made no HTTP request outside the model and judge endpoints")
+                           "env code made no HTTP request outside the model and judge "
+                           "endpoints, and opened no connection to another host")
     from vfcheck.model.offline_http import serve_hint
 
-    listed, details = describe_refused(refused)
-    first = refused[0]
-    return ctx.finding(
-        CHECK, None, "failed",
-        f"env code made {len(refused)} HTTP request(s) that vfcheck does not "
-        f"serve: {listed}. vfcheck runs offline (only the model and judge endpoints are "
-        f"mocked), so each got a connection error. Serve it from a --script file, e.g. "
-        f"{serve_hint(first.method, first.url)}", requests=details)  # ctx adds the contract
+    parts, details = [], {}
+    if refused:
+        listed, details["requests"] = describe_refused(refused)
+        first = refused[0]
+        parts.append(
+            f"env code made {len(refused)} HTTP request(s) that vfcheck does not serve: "
+            f"{listed}. vfcheck runs offline (only the model and judge endpoints are mocked), "
+            f"so each got a connection error. Serve it from a --script file, e.g. "
+            f"{serve_hint(first.method, first.url)}")
+    if sockets:
+        listed, details["connections"] = describe_sockets(sockets)
+        parts.append(
+            f"env code opened {len(sockets)} connection(s) to other hosts outside httpx "
+            f"(requests, urllib, aiohttp or a socket), which vfcheck refused: {listed}. "
+            "vfcheck runs offline and can serve only httpx requests (a --script file's "
+            "[[http]] entries): make the call with httpx to check the env offline")
+    return ctx.finding(CHECK, None, "failed", "; and ".join(parts),
+                       **details)  # ctx adds the contract
+
+
+def describe_sockets(attempts: list[Any]) -> tuple[str, list[dict[str, Any]]]:
+    """`grader.example.org:443, 2 times (reward 'grade' at my_env.py:41; tasks 0, 1 in the
+    scoring stage of an episode)`, one entry per host and port, and the same as details."""
+    grouped: dict[tuple[str, int | None], list[Any]] = {}
+    for attempt in attempts:
+        grouped.setdefault((attempt.host, attempt.port), []).append(attempt)
+    parts, details = [], []
+    for (host, port), made in grouped.items():
+        codes = list(dict.fromkeys(a.code for a in made))
+        by_stage: dict[str, dict[str, None]] = {}
+        for attempt in made:
+            by_stage.setdefault(attempt.stage, {}).setdefault(
+                "no task" if attempt.task is None else str(attempt.task), None)
+        where = places(by_stage)
+        target = host if port is None else f"{host}:{port}"
+        count = f", {len(made)} times" if len(made) > 1 else ""
+        parts.append(f"{target}{count} ({'; '.join([*codes, *where])})")
+        details.append({"host": host, "port": port, "count": len(made), "code": codes,
+                        "where": {stage: list(tasks) for stage, tasks in by_stage.items()}})
+    return "; ".join(parts), details
