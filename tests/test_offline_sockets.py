@@ -39,6 +39,9 @@ def test_other_hosts_are_refused_and_remembered_and_loopback_still_connects() ->
             urllib.request.urlopen("https://grader.example.org/v1/grade", timeout=5)
         with socket.socket() as raw, pytest.raises(ConnectionRefusedError):
             raw.connect(("93.184.216.34", 80))
+        with pytest.raises(NetworkBlocked):
+            socket.getaddrinfo(host="grader.example.org", port=80)  # keywords too
+        assert socket.getaddrinfo(host="localhost", port=port)
         with socket.create_connection(("127.0.0.1", port), timeout=5):
             pass  # the mock and verifiers' servers are on loopback
     accepted.join(5)
@@ -49,5 +52,6 @@ def test_other_hosts_are_refused_and_remembered_and_loopback_still_connects() ->
         "grader.example.org:443 outside httpx (env code; the scoring stage of an episode)")
     assert [(a.host, a.port, a.task, a.stage) for a in log.taken()] == [
         ("grader.example.org", 443, 2, "the scoring stage of an episode"),
-        ("93.184.216.34", 80, 2, "the scoring stage of an episode")]
+        ("93.184.216.34", 80, 2, "the scoring stage of an episode"),
+        ("grader.example.org", 80, 2, "the scoring stage of an episode")]
     assert socket.getaddrinfo.__module__ == "socket"  # the patches are gone

@@ -60,10 +60,12 @@ def no_network(record: Record) -> Iterator[None]:
     real_connect = socket.socket.connect
     real_connect_ex = socket.socket.connect_ex
 
-    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+    def getaddrinfo(*args: Any, **kwargs: Any) -> Any:
+        host = args[0] if args else kwargs.get("host")
         if not is_local(host):
+            port = args[1] if len(args) > 1 else kwargs.get("port")
             raise NetworkBlocked(errno.ECONNREFUSED, record(str(host), _port(port)))
-        return real_getaddrinfo(host, port, *args, **kwargs)
+        return real_getaddrinfo(*args, **kwargs)
 
     def outside(sock: socket.socket, address: Any) -> tuple[str, int | None] | None:
         if sock.family not in (socket.AF_INET, socket.AF_INET6) or not isinstance(
