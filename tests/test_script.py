@@ -380,3 +380,13 @@ def test_oracles_are_read_per_task_and_key_first() -> None:
 def test_a_task_listed_without_turns_plays_the_default_turns() -> None:
     policy = Script.from_toml(JUDGED).policy()
     assert policy(request(task=TaskRef(index=3, key="k3"))) == Reply.text("default turn")
+
+
+def test_tool_names_include_every_call_of_a_several_call_turn() -> None:
+    """A recorded turn of several calls (`[[task.turn.calls]]`, as `vfcheck record` writes)
+    names its tools too: a harness built-in among them keeps the role on the env tier."""
+    script = Script.from_toml(
+        '[[task]]\nindex = 0\n[[task.turn]]\ntool = "calc_add"\narguments = {a = 1, b = 2}\n'
+        '[[task.turn]]\n[[task.turn.calls]]\ntool = "bash"\narguments = {command = "ls"}\n'
+        '[[task.turn.calls]]\ntool = "edit"\narguments = {path = "x"}\n')
+    assert script.tool_names() == {"calc_add", "bash", "edit"}

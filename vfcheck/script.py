@@ -350,7 +350,8 @@ class Script(BaseModel):
         role on the env tier: `vfcheck.episodes.tiers.role_tiers`)."""
         turns = [t for task in self.task for t in task.turn]
         turns += self.default.turn if self.default is not None else []
-        return frozenset(t.tool for t in turns if t.tool)
+        return frozenset([t.tool for t in turns if t.tool]
+                         + [c.tool for t in turns for c in t.calls or []])
 
     def policy(self, seed: int | None = None) -> Policy:
         """The model policy this script describes; `seed` overrides the file's `seed`."""

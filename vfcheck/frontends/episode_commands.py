@@ -14,17 +14,22 @@ from vfcheck.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from vfcheck.frontends.cli_args import resolved
 
 
-def _scripted_model(script: str | None, seed: int | None) -> Any:
-    """The mock's model: the user's script if any (its own seed unless `seed` is given),
-    else the built-in default policy."""
-    from vfcheck.model import ScriptedModel
+def _load_script(script: str | None) -> Any:
+    """The user's `--script` (a `vfcheck.script.Script`), read once, or None."""
     from vfcheck.script import Script
+
+    return None if script is None else Script.load(Path(script))
+
+
+def _scripted_model(script: Any, seed: int | None) -> Any:
+    """The mock's model: the user's loaded script if any (its own seed unless `seed` is
+    given), else the built-in default policy."""
+    from vfcheck.model import ScriptedModel
 
     if script is None:
         return ScriptedModel(seed=seed or 0)
-    loaded = Script.load(Path(script))
-    return ScriptedModel(loaded.policy(seed), seed=loaded.seed if seed is None else seed,
-                         http=loaded.http_answers())
+    return ScriptedModel(script.policy(seed), seed=script.seed if seed is None else seed,
+                         http=script.http_answers())
 
 
 def check_output_and_url(output: Path, base_url: str | None) -> None:
@@ -37,13 +42,6 @@ def check_output_and_url(output: Path, base_url: str | None) -> None:
     if base_url is not None and not base_url.startswith(("http://", "https://")):
         raise OptionError(f"--base-url: {base_url!r} is not an http:// or https:// URL "
                           "(e.g. http://127.0.0.1:8000/v1)")
-
-
-def _script_tools(script: str | None) -> frozenset[str]:
-    """The tools the user's script calls (a harness built-in keeps a role on the env tier)."""
-    from vfcheck.script import Script
-
-    return frozenset() if script is None else Script.load(Path(script)).tool_names()
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -61,7 +59,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     output = args.output or Path("vfcheck-runs") / args.env / "episodes.jsonl"
 
     check_output_and_url(output, args.base_url)
-    model = None if args.base_url else _scripted_model(options.script, options.seed)
+    script = _load_script(options.script)
+    model = None if args.base_url else _scripted_model(script, options.seed)
     progress = Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), console=console, transient=False,
@@ -76,14 +75,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     def follows_script(tasks: list[Any]) -> None:
         """A script entry that matches no task is the user's mistake: stop before playing."""
-        if options.script is None or options.num_tasks is not None:
+        if script is None or options.script is None or options.num_tasks is not None:
             return
         from vfcheck.model import TaskRef
         from vfcheck.paths import shown_path
-        from vfcheck.script import Script, ScriptError
 
-        strays = Script.load(Path(options.script)).unmatched(
-            [TaskRef(t.data.idx, str(t.key)) for t in tasks])
+        strays = script.unmatched([TaskRef(t.data.idx, str(t.key)) for t in tasks])
         if strays:
             raise ScriptError(f"{shown_path(Path(options.script))}: {' and '.join(strays)} "
                               f"match{'es' if len(strays) == 1 else ''} no task of env "
@@ -98,7 +95,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 env_args=options.env_args, model=model, base_url=args.base_url,
                 api_key_var=args.api_key_var, model_name=args.model, timeout=args.timeout,
                 paths=options.paths, output=output,
-                wheels=options.wheels, script_tools=_script_tools(options.script),
+                wheels=options.wheels, script_tools=script.tool_names() if script else frozenset(),
                 on_start=started, on_result=finished,
                 on_tasks=follows_script,
             ))
@@ -202,7 +199,7 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
 
     options = resolved(args, pyproject=False).check
     try:
-        serve_forever(_scripted_model(options.script, options.seed), args.port)
+        serve_forever(_scripted_model(_load_script(options.script), options.seed), args.port)
     except OSError as e:  # the port is taken, or not ours to bind
         print(f"vfcheck: error: mock-server cannot listen on 127.0.0.1:{args.port}: "
               f"{e.strerror or e} (use another --port, or --port 0 for a free one)",

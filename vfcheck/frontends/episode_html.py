@@ -13,11 +13,8 @@ import html
 import json
 from typing import Any
 
+from vfcheck.episodes.recorder import STAGES  # stdlib only: no verifiers
 from vfcheck.findings import Finding
-
-STAGES = ("boot", "setup", "agent", "finalize", "scoring")
-"""The trace's timing spans, in order (`vfcheck.episodes.recorder.STAGES`; the report
-imports nothing of the runner)."""
 
 
 def esc(value: Any) -> str:

@@ -11,7 +11,6 @@ folds), so it opens from a CI artifact with no network. Every text that comes fr
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Callable
 from importlib import resources
@@ -19,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from vfcheck.findings import EnvReport, Finding
-from vfcheck.frontends.episode_html import episode_html
-from vfcheck.frontends.outcome_grid import MARKS, counts_text, short_key
+from vfcheck.frontends.episode_html import episode_html, esc
+from vfcheck.frontends.episode_html import number as number_text
+from vfcheck.frontends.outcome_grid import COUNT_ORDER, MARKS, counts_text, short_key
 from vfcheck.frontends.report import node_name
 
 RENDERED_DETAILS = ("episode", "changes", "notify_log")
@@ -30,10 +30,6 @@ EPISODE_VIEWS = ("lifecycle", "preview", "golden", "determinism", "robustness")
 conversation)."""
 DUMP_LIMIT = 20_000
 """Characters of a finding's raw details shown (the JSON report has them whole)."""
-
-
-def esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def _css() -> str:
@@ -66,14 +62,11 @@ def render_html(report: dict[str, Any]) -> str:
 
 
 def _env_of(data: dict[str, Any]) -> tuple[EnvReport, dict[str, Any]]:
-    env = EnvReport(id=str(data.get("id")), harness=str(data.get("harness", "")),
-                    sample=list(data.get("sample") or []), tiers=list(data.get("tiers") or []),
-                    findings=[Finding.from_dict(f) for f in data.get("findings") or []])
-    return env, data
+    return EnvReport.from_dict(data), data
 
 
 def _summary(envs: list[tuple[EnvReport, dict[str, Any]]]) -> str:
-    order = ("failed", "error", "passed", "skipped", "expected")
+    order = COUNT_ORDER
     rows = ["<table class=\"summary\"><tr><th>env</th>"
             + "".join(f"<th>{o}</th>" for o in order) + "</tr>"]
     for number, (env, _) in enumerate(envs):
@@ -173,8 +166,7 @@ def _probe_table(probes: dict[str, dict[str, Any]]) -> str:
         cells = ""
         for t in tasks:
             value = row.get(str(t), "")
-            cells += "<td>" + ("-" if value is None else esc(
-                f"{value:g}" if isinstance(value, int | float) else value)) + "</td>"
+            cells += "<td>" + ("-" if value is None else number_text(value)) + "</td>"
         rows.append(f"<tr><td>{esc(probe)}</td>{cells}</tr>")
     return "".join(rows) + "</table>"
 
