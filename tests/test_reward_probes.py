@@ -172,7 +172,7 @@ async def test_a_reply_that_made_no_judge_call_is_not_played_again_for_another_v
 
     monkeypatch.setattr(ProbeLab, "_play", fake_play)
     lab = ProbeLab(SimpleNamespace(options=SimpleNamespace(reward_max=1.0)), None)  # type: ignore[arg-type]
-    task = SimpleNamespace(data=SimpleNamespace(idx=0))
+    task = SimpleNamespace(data=SimpleNamespace(idx=0), config=SimpleNamespace(judges=None))
     for reply in ("plain", "judged"):
         first = Probe(reply, "negative", lambda request: None, reply)
         again = Probe(f"{reply}/positive", "positive", first.agent, reply)

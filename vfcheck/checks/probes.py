@@ -151,8 +151,11 @@ class ProbeLab:
     async def play(self, task: Any, probe: Probe) -> ProbeResult:
         key = (task.data.idx, probe.name)
         if key not in self._plays:
-            same_reply = [future for (index, name), future in self._plays.items()
-                          if index == key[0] and reply_of(name) == reply_of(probe.name)]
+            # a declared judge will be called: waiting for the other verdict's play would
+            # only put this one a whole episode late
+            same_reply = [] if getattr(task.config, "judges", None) else [
+                future for (index, name), future in self._plays.items()
+                if index == key[0] and reply_of(name) == reply_of(probe.name)]
             self._plays[key] = asyncio.ensure_future(self._reuse_or_play(task, probe,
                                                                          same_reply))
         return await asyncio.shield(self._plays[key])

@@ -30,10 +30,6 @@ class Merged:
     sources: list[str] = field(default_factory=list)
     """The files joined, as given."""
 
-    @property
-    def bad(self) -> bool:
-        return any(report.bad for report in self.reports)
-
 
 def read_report(path: Path) -> dict[str, Any]:
     """One shard's JSON report, checked to be one."""

@@ -104,9 +104,4 @@ def outcome_grid(env: EnvReport) -> OutcomeGrid:
     return grid
 
 
-def outcome_of(findings: list[Finding]) -> Outcome | None:
-    """The cell's worst outcome (failed before error before ... passed), None if empty."""
-    worst = ("failed", "error", "skipped", "expected", "passed")
-    present = {f.outcome for f in findings}
-    return next((o for o in worst if o in present), None)
 

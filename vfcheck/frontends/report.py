@@ -125,7 +125,6 @@ def show_reports(console: Any, reports: list[EnvReport], *, verbose: bool = Fals
     """Per env: its counts and family x task grid of marks, the rows of its failures and
     errors (`verbose`: a row per finding) with their whole messages, the golden summary
     and the probe table; the summary line last."""
-    from vfcheck.findings import EnvReport
     from vfcheck.frontends.outcome_grid import counts_text
     from vfcheck.frontends.probe_table import probe_table
 

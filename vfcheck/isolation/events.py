@@ -91,12 +91,11 @@ class EventLog:
     hello: dict[str, Any] | None = None
     ready: dict[str, Any] | None = None
     plan: dict[str, Any] | None = None
-    started: dict[Unit, tuple[float, float]] = field(default_factory=dict)
-    """Unit -> (when this reader saw it start, its deadline in seconds)."""
+    started: dict[Unit, tuple[float, float, float]] = field(default_factory=dict)
+    """Unit -> (when this reader saw it start, its deadline in seconds, `queued` then)."""
     queued: float = 0.0
     """Seconds the current worker's episodes have waited for a slot (`queued` events):
     deadlines do not count them (`vfcheck.isolation.queue_clock`)."""
-    queued_at_start: dict[Unit, float] = field(default_factory=dict)
     findings: dict[Unit, Finding] = field(default_factory=dict)
     stall: Stall | None = None
     """What the current worker's watchdog reported stuck, if anything."""
@@ -140,8 +139,8 @@ class EventLog:
             self.plan = event
         elif kind == "start":
             unit = (event["check"], event["index"])
-            self.started[unit] = (time.monotonic(), float(event.get("deadline") or 0.0))
-            self.queued_at_start[unit] = self.queued
+            self.started[unit] = (time.monotonic(), float(event.get("deadline") or 0.0),
+                                  self.queued)
         elif kind == "queued":
             self.queued = float(event.get("seconds") or 0.0)
         elif kind == "finding":
@@ -158,16 +157,15 @@ class EventLog:
         elif kind == "final":
             self.final = True
 
-    def in_flight(self) -> dict[Unit, tuple[float, float]]:
+    def in_flight(self) -> dict[Unit, tuple[float, float, float]]:
         return {u: t for u, t in self.started.items() if u not in self.findings}
 
     def overdue(self, grace: float) -> list[Unit]:
         """Units in flight past their deadline plus `grace`, not counting the seconds
         episodes waited for a slot since they started."""
         now = time.monotonic()
-        return [u for u, (t0, deadline) in self.in_flight().items()
-                if deadline and now - t0 > deadline + grace
-                + self.queued - self.queued_at_start.get(u, 0.0)]
+        return [u for u, (t0, deadline, queued) in self.in_flight().items()
+                if deadline and now - t0 > deadline + grace + self.queued - queued]
 
     def wait(self, until: Any, timeout: float | None = None, interval: float = 0.05) -> bool:
         """Poll until `until(self)` holds or the run is final; True if it holds."""

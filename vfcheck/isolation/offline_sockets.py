@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import ipaddress
 import socket
 import sys
@@ -40,13 +41,19 @@ def is_local(host: object) -> bool:
     if not isinstance(host, str):
         return True  # None: the wildcard address of a server
     name = host.split("%")[0].strip("[]").lower()
-    if name in LOCAL_NAMES or name.endswith(".localhost") or name == socket.gethostname():
+    if name in LOCAL_NAMES or name.endswith(".localhost") or name == _own_name():
         return True
     try:
         address = ipaddress.ip_address(name)
     except ValueError:
         return False
     return address.is_loopback or address.is_unspecified
+
+
+@functools.cache
+def _own_name() -> str:
+    """This machine's name, lower-cased like the host it is compared with."""
+    return socket.gethostname().lower()
 
 
 Record = Callable[[str, int | None], str]

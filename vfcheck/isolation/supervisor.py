@@ -100,7 +100,8 @@ class EnvCheck:
         self.blocked: list[dict[str, Any]] = []
         """What stalls blocked, for the next worker (`vfcheck.isolation.worker`)."""
         self.crashes: dict[Unit, str] = {}
-        """Units in flight when env code's `BaseException` ended a worker, and what it was."""
+        """Units in flight when env code's `BaseException` ended the last worker, and what it
+        was."""
 
     # -- supervising (the owner's side)
 
@@ -280,8 +281,10 @@ class EnvCheck:
                 if self.log.done and self.log.crash is None:
                     return "done"
                 died = list(self.log.in_flight())
-                if self.log.crash is not None:
-                    self.crashes.update(dict.fromkeys(died, self.log.crash))
+                # this worker's crash only: a unit in flight at an earlier one may die
+                # otherwise now (killed at its hard deadline, run alone)
+                self.crashes = ({} if self.log.crash is None
+                                else dict.fromkeys(died, self.log.crash))
                 if self.log.plan is None and not died:
                     died = [("load", None)]  # it died loading: the env's import or load()
                 return died

@@ -303,6 +303,8 @@ def main() -> None:
             return
         try:
             asyncio.run(main_async(spec))
+        except Exception:
+            raise  # vfcheck's own failure: its traceback, and the supervisor restarts it
         except BaseException as e:  # noqa: BLE001 - env code's sys.exit() ended the loop
             from vfcheck.checks.load import aborted_by
 
