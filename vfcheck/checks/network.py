@@ -14,6 +14,7 @@ fails `load` instead: the taskset loads with no network at all.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
@@ -26,30 +27,38 @@ CHECK = "hygiene.network"
 def describe_refused(refused: list[Any]) -> tuple[str, list[dict[str, Any]]]:
     """`GET https://x/y, 6 times (tasks 0, 1 in the scoring stage of an episode; task 2 in
     vf-validate's gold check)`, one entry per method and URL, and the same as details."""
-    grouped: dict[tuple[str, str], list[Any]] = {}
-    for request in refused:
-        grouped.setdefault((request.method, request.url), []).append(request)
     parts, details = [], []
-    for (method, url), made in grouped.items():
-        by_stage: dict[str, dict[str, None]] = {}
-        for request in made:
-            tasks = by_stage.setdefault(request.stage, {})
-            tasks.setdefault("no task" if request.task is None else str(request.task.index), None)
-        where = places(by_stage)
+    for (method, url), made in grouped(refused, lambda r: (r.method, r.url)).items():
+        by_stage = stages_of(made)
         count = f", {len(made)} times" if len(made) > 1 else ""
-        parts.append(f"{method} {url}{count} (from {'; '.join(where)})")
-        details.append({"method": method, "url": url, "count": len(made),
-                        "where": {stage: list(tasks) for stage, tasks in by_stage.items()}})
+        parts.append(f"{method} {url}{count} (from {'; '.join(places(by_stage))})")
+        details.append({"method": method, "url": url, "count": len(made), "where": by_stage})
     return "; ".join(parts), details
 
 
-def places(by_stage: dict[str, dict[str, None]]) -> list[str]:
-    """`tasks 0, 1 in the scoring stage of an episode`, a stage each, its tasks in order."""
-    def order(task: str) -> tuple[int, int]:
-        return (1, 0) if not task.isdigit() else (0, int(task))
+def grouped(items: list[Any], key: Callable[[Any], Any]) -> dict[Any, list[Any]]:
+    """`items` by `key`, in order of first arrival."""
+    groups: dict[Any, list[Any]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    return groups
 
-    return [f"{'task' if len(tasks) == 1 else 'tasks'} {', '.join(sorted(tasks, key=order))} "
-            f"in {stage}".replace("task no task", "no task")
+
+def stages_of(made: list[Any]) -> dict[str, list[str]]:
+    """Stage -> the tasks that made `made` there (`OfflineRequest`s or `Attempt`s: `stage`,
+    `task` a TaskRef or None), indices in order, `no task` last."""
+    by_stage: dict[str, set[int | None]] = {}
+    for item in made:
+        by_stage.setdefault(item.stage, set()).add(None if item.task is None
+                                                   else item.task.index)
+    return {stage: [str(i) for i in sorted(t for t in tasks if t is not None)]
+            + (["no task"] if None in tasks else []) for stage, tasks in by_stage.items()}
+
+
+def places(by_stage: dict[str, list[str]]) -> list[str]:
+    """`tasks 0, 1 in the scoring stage of an episode`, a stage each."""
+    return ["no task in " + stage if tasks == ["no task"]
+            else f"{'task' if len(tasks) == 1 else 'tasks'} {', '.join(tasks)} in {stage}"
             for stage, tasks in by_stage.items()]
 
 
@@ -107,20 +116,13 @@ async def network(ctx: CheckContext, _: Any) -> Finding:
 def describe_sockets(attempts: list[Any]) -> tuple[str, list[dict[str, Any]]]:
     """`grader.example.org:443, 2 times (reward 'grade' at my_env.py:41; tasks 0, 1 in the
     scoring stage of an episode)`, one entry per host and port, and the same as details."""
-    grouped: dict[tuple[str, int | None], list[Any]] = {}
-    for attempt in attempts:
-        grouped.setdefault((attempt.host, attempt.port), []).append(attempt)
     parts, details = [], []
-    for (host, port), made in grouped.items():
+    for (host, port), made in grouped(attempts, lambda a: (a.host, a.port)).items():
         codes = list(dict.fromkeys(a.code for a in made))
-        by_stage: dict[str, dict[str, None]] = {}
-        for attempt in made:
-            by_stage.setdefault(attempt.stage, {}).setdefault(
-                "no task" if attempt.task is None else str(attempt.task), None)
-        where = places(by_stage)
+        by_stage = stages_of(made)
         target = host if port is None else f"{host}:{port}"
         count = f", {len(made)} times" if len(made) > 1 else ""
-        parts.append(f"{target}{count} ({'; '.join([*codes, *where])})")
+        parts.append(f"{target}{count} ({'; '.join([*codes, *places(by_stage)])})")
         details.append({"host": host, "port": port, "count": len(made), "code": codes,
-                        "where": {stage: list(tasks) for stage, tasks in by_stage.items()}})
+                        "where": by_stage})
     return "; ".join(parts), details

@@ -25,7 +25,10 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vfcheck.model.types import TaskRef
 
 LOCAL_NAMES = frozenset({"localhost", "", "0.0.0.0", "::"})
 
@@ -117,7 +120,7 @@ class Attempt:
     port: int | None
     code: str
     """The env code on the stack (`reward 'grade' at my_env.py:41`), or why none is known."""
-    task: int | None
+    task: TaskRef | None
     stage: str
 
 
@@ -138,8 +141,7 @@ class OfflineSockets:
         episode = current_episode()
         stage = (episode.stage() if episode is not None and episode.stage is not None
                  else "a check" if episode is not None else "no episode or check known")
-        attempt = Attempt(host, port, self._code(), episode.task.index if episode else None,
-                          stage)
+        attempt = Attempt(host, port, self._code(), episode.task if episode else None, stage)
         with self._lock:
             self.attempts.append(attempt)
         target = host if port is None else f"{host}:{port}"
