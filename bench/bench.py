@@ -636,9 +636,11 @@ class Bench:
     fail vfc-echo by design, and a failing run has no time in the median)."""
 
     def spread(self) -> None:
-        """`pytest --vf-env` on 4 envs, `-n 2` vs `-n 0`: under `-n 2` each env is checked
-        on the xdist worker that runs its items (`--dist loadscope`), each with its own
-        `envs_at_once` slots. The row's ratio is the speed-up, -n 0's time over -n 2's."""
+        """`pytest --vf-env` on 4 envs, `-n 2` vs `-n 0`: under `-n 2` with its workers on
+        this machine the controller checks the envs (`--vf-spread=auto`); with
+        `--vf-spread=workers` each env is checked on the xdist worker that runs its items
+        (`--dist loadscope`), after the controller loaded it to learn its items. The rows'
+        ratios are speed-ups, -n 0's time over -n 2's."""
         print("\n## 5. pytest --vf-env on 4 envs: -n 2 vs -n 0", flush=True)
         if version("pytest-xdist") == "not installed":
             self.notes.append("pytest 4 envs -n 2 vs -n 0 skipped: pytest-xdist not installed")
@@ -649,20 +651,28 @@ class Bench:
                 f"--vf-path={FIXTURES}", f"--vf-golden-dir={ROOT / 'golden'}",
                 f"--vf-checks={self.SPREAD_CHECKS}"]
         before = " ".join(f"{x:.1f}" for x in os.getloadavg())
-        serial, spread = self.measure(
+        serial, local, spread = self.measure(
             [
                 ("pytest -n 0 (4 envs)", lambda r: ([*base, "-n", "0"], env,
                                                     self.fresh("spread"))),
                 ("pytest -n 2 (4 envs)", lambda r: ([*base, "-n", "2"], env,
                                                     self.fresh("spread"))),
+                ("pytest -n 2 --vf-spread=workers", lambda r: (
+                    [*base, "-n", "2", "--vf-spread=workers"], env, self.fresh("spread"))),
             ],
             self.args.repeat,
         )
         after = " ".join(f"{x:.1f}" for x in os.getloadavg())
         self.row(
-            "pytest --vf-env, 4 envs (conformance families): speed-up, -n 0 time / -n 2 time",
-            serial, spread, target=">= 1.3",
+            "pytest --vf-env, 4 envs (conformance families): speed-up, -n 0 time / -n 2 time "
+            "(workers on this machine: the controller checks the envs)",
+            serial, local, target=">= 1.3",
             note=f"load average {before} before / {after} after this section",
+        )
+        self.row(
+            "pytest --vf-env, 4 envs: speed-up, -n 0 time / -n 2 --vf-spread=workers time "
+            "(each env checked on its worker, loaded twice)",
+            serial, spread, target="(info)",
         )
 
     # -- report ----------------------------------------------------------------------------

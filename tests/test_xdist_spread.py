@@ -1,7 +1,9 @@
-"""`pytest -n 2` on several envs: each env is checked on the one xdist worker that runs its
-items, the workers share the envs, and the JSON report names the worker of each env; under
-a `--dist` that splits an env's items (`load`) the controller checks every env, as before.
-Held to the `setup` family, the cheapest, so that the run is mostly the envs' loads."""
+"""`pytest -n 2` on several envs: spread (`--vf-spread=workers`, or `auto` with a worker on
+another machine), each env is checked on the one xdist worker that runs its items, the
+workers share the envs, and the JSON report names the worker of each env; with every worker
+on this machine (`auto`) or under a `--dist` that splits an env's items (`load`) the
+controller checks every env, each once. Held to the `setup` family, the cheapest, so that
+the run is mostly the envs' loads."""
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ def workers_by_env(result: pytest.RunResult) -> dict[str, set[str]]:
 def test_each_env_is_checked_on_the_worker_that_runs_its_items(
     pytester: pytest.Pytester,
 ) -> None:
-    result = run(pytester, ENVS)
+    result = run(pytester, ENVS, "--vf-spread=workers")  # these workers are on this machine
     result.assert_outcomes(passed=sum(1 + n for n in TASKS.values()))  # load + setup[i]
     result.stdout.fnmatch_lines(["*vfcheck: envs spread over the xdist workers "
                                  "(--dist loadscope)*"])
@@ -56,6 +58,33 @@ def test_each_env_is_checked_on_the_worker_that_runs_its_items(
         assert env["worker_starts"] == 1  # checked once, by that worker alone
         assert len(env["findings"]) == 1 + TASKS[env_id]
         assert {f["outcome"] for f in env["findings"]} == {"passed"}
+
+
+@pytest.mark.slow
+def test_workers_on_this_machine_leave_the_checks_to_the_controller(
+    pytester: pytest.Pytester,
+) -> None:
+    """Spreading would load each env twice on cores the controller's checks already fill."""
+    result = run(pytester, ["vfc-echo", "vfc-duet"])
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines(["*vfcheck: the xdist workers run on this machine, so this "
+                                 "process checks every env, each loaded once*"])
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert [(env["id"], env["worker"], env["worker_starts"]) for env in report["envs"]] == [
+        ("vfc-echo", "main", 1), ("vfc-duet", "main", 1)]
+    assert {f["outcome"] for env in report["envs"] for f in env["findings"]} == {"passed"}
+
+
+@pytest.mark.parametrize(("spec", "here"), [
+    ("popen", True), ("3*popen", True), ("popen//python=python3.12", True),
+    ("popen//chdir=elsewhere", True), ("ssh=ci@build-2//python=python3", False),
+    ("socket=192.168.1.102:8888", False), ("2*popen//via=proxy", False),
+])
+def test_a_tx_spec_names_whether_its_workers_run_on_this_machine(spec: str,
+                                                                  here: bool) -> None:
+    from vfcheck.frontends.xdist_spread import on_this_machine
+
+    assert on_this_machine(spec) is here
 
 
 @pytest.mark.slow

@@ -413,6 +413,13 @@ OPTIONS: tuple[Option, ...] = (
            "others queue)", default=max(2, os.cpu_count() or 2),
            shown_default="the core count, at least 2",
            env="VFCHECK_ENVS_AT_ONCE", commands=(), minimum=1, scope="run"),
+    Option("spread", "choice", "who checks the envs under `pytest -n N --dist loadscope`: "
+           "`workers`, each env on the xdist worker that runs its items; `controller`, this "
+           "process, each env once, the workers reporting its findings; `auto`, `workers` "
+           "when a worker is on another machine (`--tx ssh=...`), else `controller`, since "
+           "workers on this machine share its cores and would load each env twice",
+           default="auto", key="spread", pytest="--vf-spread", commands=(),
+           choices=("auto", "workers", "controller"), scope="run"),
 )
 BY_NAME = {option.name: option for option in OPTIONS}
 

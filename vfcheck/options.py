@@ -126,6 +126,8 @@ class RunOptions:
     envs_at_once: int = field(default_factory=default_of("envs_at_once"))
     """Measured on 2 cores: ten envs at once, four of them on the env tier, pushed env-tier
     episodes past the 60 s per-episode deadline; so the default is the core count."""
+    spread: str = field(default_factory=default_of("spread"))
+    """`vfcheck.frontends.xdist_spread.spreads_envs` reads it."""
 
 
 @dataclass

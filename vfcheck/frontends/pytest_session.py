@@ -5,14 +5,16 @@ Process roles:
 - without xdist, this process owns the run: it starts one supervised worker per env at
   session start (so verifiers' import overlaps collection) and stops them at the end;
 - under `pytest -n N` with a `--dist` mode that keeps an env's items on one xdist worker
-  (`loadscope`, which the plugin chooses when the user did not, or `loadfile`), the envs
+  (`loadscope`, which the plugin chooses when the user did not, or `loadfile`) and a
+  worker on another machine (or `--vf-spread=workers`: `spreads_envs`), the envs
   are spread: the controller only loads each env to learn its items (a plan-only check
   worker); the xdist workers read the plans from its event logs or, on another machine,
   get them in `workerinput` (`pytest_configure_node`); each env is checked on the xdist
   worker that runs its items, and the workers send their env reports back at their end
   (`workeroutput`) for the controller's JSON report;
-- under other `--dist` modes (`load`, `loadgroup`, `worksteal`, `each`: an env's items on
-  several workers) the controller checks every env and hands the run directory to the
+- with every worker on this machine, or under other `--dist` modes (`load`, `loadgroup`,
+  `worksteal`, `each`: an env's items on several workers), the controller checks every
+  env and hands the run directory to the
   xdist workers, which only read the event logs, so an env's work is done once.
 Nothing here imports verifiers.
 """
@@ -38,6 +40,7 @@ from vfcheck.frontends.xdist_spread import (
     PLANS_KEY,
     REPORTS_KEY,
     SPREAD_KEY,
+    SPREADING_DIST,
     queued_items,
     spreads_envs,
 )
@@ -119,7 +122,7 @@ class VfcheckSession:
             if shard and not self.env_ids else None
         """A shard with no env: its label and why (one skipped item says it)."""
         self.only: list[str] = list(found.run.only)
-        self.spread = spreads_envs(config)
+        self.spread = spreads_envs(config, found.run.spread)
         self.plans: dict[str, dict[str, Any] | None] | None = None
         """Each env's plan, from the controller, on a spreading xdist worker."""
         if self.spread and self.is_xdist_worker:
@@ -267,6 +270,12 @@ class VfcheckSession:
         if self.spread:
             return [f"vfcheck: envs spread over the xdist workers (--dist {dist}): each env "
                     "is checked on the worker that runs its items"]
+        if dist in SPREADING_DIST and getattr(self.config.option, "tx", None):
+            why = ("--vf-spread=controller" if self.run_options.spread == "controller"
+                   else "the xdist workers run on this machine")
+            return [f"vfcheck: {why}, so this process checks every env, each loaded once, "
+                    "and the workers report its findings; --vf-spread=workers checks each "
+                    "env on the worker that runs its items"]
         if dist != "no" and len(self.env_ids) > 1:
             return [f"vfcheck: --dist {dist} puts an env's items on several workers, so "
                     "this process checks every env; --dist loadscope spreads them"]
