@@ -28,6 +28,7 @@ import httpx
 
 from vfcheck.model import Fault, RequestRecord
 from vfcheck.script import SCRIPT_MISS, Script, ScriptError
+from vfcheck.this_machine import url_is_this_machine
 from vfcheck.traces.normalize import RULES, scrub
 
 if TYPE_CHECKING:
@@ -77,24 +78,16 @@ class RecordedTask:
 
 def api_key_for(var: str, base_url: str, environ: Mapping[str, str] | None = None) -> str | None:
     """The API key `var` holds. An unset or empty var is an error, except for an endpoint
-    on a loopback host (a local server: `vfcheck mock-server`, vLLM, Ollama), which gets
-    verifiers' `EMPTY` (`configs/client.py:resolve_api_key`); then None."""
+    on this machine (`vfcheck.this_machine`; a local server: `vfcheck mock-server`, vLLM,
+    Ollama), which gets verifiers' `EMPTY` (`configs/client.py:resolve_api_key`); then
+    None."""
     value = (os.environ if environ is None else environ).get(var) or None
-    if value is None and not _is_loopback(base_url):
+    if value is None and not url_is_this_machine(base_url):
         raise ApiKeyMissing(
             f"${var} is not set: export the endpoint's API key in it, or name another "
             "variable with --api-key-var VAR (a loopback endpoint needs none)"
         )
     return value
-
-
-def _is_loopback(base_url: str) -> bool:
-    from vfcheck.model.transports import is_loopback_host
-
-    try:
-        return is_loopback_host(httpx.URL(base_url).host)
-    except httpx.InvalidURL:
-        return False
 
 
 def recorded_task(index: int, key: str, trace_records: Sequence[Mapping[str, Any]],

@@ -9,17 +9,16 @@ lookup of a remote host and every connection to a non-local address is refused h
 `NetworkBlocked` (a `ConnectionRefusedError`, what env code gets with no route). Each one is
 remembered with what asked (`Attempt`), for `hygiene.network`.
 
-Local stays open: loopback, the unspecified addresses servers bind (`0.0.0.0`, `::`) and
-this machine's own name. The mock, verifiers' interception server, tool servers and harness
-programs all live there. The patches are on the socket module, never on verifiers.
+This machine stays open (`vfcheck.this_machine`: loopback, the unspecified addresses
+servers bind, its name and its interfaces' addresses). The mock, verifiers' interception
+server, tool servers and harness programs all live there. The patches are on the socket
+module, never on verifiers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import functools
-import ipaddress
 import socket
 import sys
 import threading
@@ -27,36 +26,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from vfcheck.this_machine import is_this_machine
+
 if TYPE_CHECKING:
     from vfcheck.model.types import TaskRef
-
-LOCAL_NAMES = frozenset({"localhost", "", "0.0.0.0", "::"})
 
 
 class NetworkBlocked(ConnectionRefusedError):
     """Raised in place of a lookup of, or a connection to, a host outside this machine."""
-
-
-def is_local(host: object) -> bool:
-    """Whether `host` (a name, an address, bytes or None) is this machine."""
-    if isinstance(host, bytes):
-        host = host.decode(errors="replace")
-    if not isinstance(host, str):
-        return True  # None: the wildcard address of a server
-    name = host.split("%")[0].strip("[]").lower()
-    if name in LOCAL_NAMES or name.endswith(".localhost") or name == _own_name():
-        return True
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_unspecified
-
-
-@functools.cache
-def _own_name() -> str:
-    """This machine's name, lower-cased like the host it is compared with."""
-    return socket.gethostname().lower()
 
 
 Record = Callable[[str, int | None], str]
@@ -72,7 +49,7 @@ def no_network(record: Record) -> Iterator[None]:
 
     def getaddrinfo(*args: Any, **kwargs: Any) -> Any:
         host = args[0] if args else kwargs.get("host")
-        if not is_local(host):
+        if not is_this_machine(host):
             port = args[1] if len(args) > 1 else kwargs.get("port")
             raise NetworkBlocked(errno.ECONNREFUSED, record(str(host), _port(port)))
         return real_getaddrinfo(*args, **kwargs)
@@ -81,7 +58,7 @@ def no_network(record: Record) -> Iterator[None]:
         if sock.family not in (socket.AF_INET, socket.AF_INET6) or not isinstance(
                 address, tuple):
             return None
-        return None if is_local(address[0]) else (str(address[0]), _port(address[1]))
+        return None if is_this_machine(address[0]) else (str(address[0]), _port(address[1]))
 
     def connect(self: socket.socket, address: Any) -> Any:
         if (where := outside(self, address)) is not None:

@@ -22,11 +22,10 @@ import respx
 from aiohttp import web
 
 from vfcheck.model.core import ScriptedModelCore
+from vfcheck.this_machine import is_this_machine, respx_pattern
 
 DEFAULT_BASE_URL = "http://scripted-model.vfcheck.invalid/v1"
 """Unresolvable on purpose: only the mock can answer it."""
-
-_LOOPBACK_HOST = r"^(?:127(?:\.\d{1,3}){3}|localhost|::1)$"
 
 
 class ScriptedModel(ScriptedModelCore):
@@ -46,21 +45,22 @@ class ScriptedModel(ScriptedModelCore):
     def mock(self, base_url: str | None = None) -> Iterator[str]:
         """Answer model traffic of every httpx client in this process; yields the base URL.
 
-        POST .../chat/completions and GET .../models on any non-loopback host reach the
-        model (so an in-env judge with its own base URL does too); loopback hosts pass
-        through, because verifiers' interception server runs on 127.0.0.1 in this process.
+        POST .../chat/completions and GET .../models on any host not on this machine reach
+        the model (so an in-env judge with its own base URL does too); this machine's hosts
+        (`vfcheck.this_machine`) pass through, because verifiers' interception server runs
+        on 127.0.0.1 in this process.
         Anything else is env code's own request: the script's `[[http]]` entries answer it,
         or it is refused in the user's terms and logged (`vfcheck.model.offline_http`).
         """
         url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         host = httpx.URL(url).host
-        if is_loopback_host(host):
+        if is_this_machine(host):
             raise ValueError(
-                f"mock(base_url={url!r}): loopback hosts pass through to real servers under "
+                f"mock(base_url={url!r}): this machine's hosts pass through to real servers under "
                 "the mock; use a non-loopback URL, or serve() for a real loopback server"
             )
         router = respx.MockRouter(assert_all_called=False, assert_all_mocked=True)
-        router.route(host__regex=_LOOPBACK_HOST).pass_through()
+        router.route(respx_pattern()).pass_through()  # the same hosts the socket guard lets by
         router.route(method="POST", path__regex=r"/chat/completions/?$").mock(
             side_effect=self._answer_httpx
         )
@@ -129,16 +129,6 @@ class ScriptedModel(ScriptedModelCore):
             await response.write(event)
         await response.write_eof()
         return response
-
-
-def is_loopback_host(host: str) -> bool:
-    """`localhost` or a loopback address (127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _loopback_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:

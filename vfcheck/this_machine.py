@@ -1,0 +1,79 @@
+"""What counts as this machine, for the three places that must agree on it: the socket guard
+lets connections to it through (`vfcheck.isolation.offline_sockets`), the respx mock passes
+httpx requests to it on to real servers (`vfcheck.model.transports`), and a recorded endpoint
+on it needs no API key (`vfcheck.cassette`). Had they disagreed, an env's request to a
+server of its own on `0.0.0.0` or on the machine's name would pass the socket guard and be
+refused by the mock as network access.
+
+This machine is: `localhost` and `*.localhost`, a loopback or unspecified address
+(`127.0.0.0/8`, `::1`, `0.0.0.0`, `::`), the machine's name, and any address of its own
+network interfaces (read from psutil, with no name lookup: a lookup could leave the machine).
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import socket
+from typing import Any
+
+LOCAL_NAMES = frozenset({"localhost", "", "0.0.0.0", "::"})
+LOCAL_HOST_REGEX = r"^(?:127(?:\.\d{1,3}){3}|::1|0\.0\.0\.0|::|localhost|.+\.localhost)$"
+"""The names and addresses of this machine that do not depend on the machine, as a regex
+over a URL's host (httpx gives it lower-cased, IPv6 without brackets)."""
+
+
+def is_this_machine(host: object) -> bool:
+    """Whether `host` (a name, an address, bytes, or None: a server's wildcard) is this
+    machine."""
+    if isinstance(host, bytes):
+        host = host.decode(errors="replace")
+    if not isinstance(host, str):
+        return True
+    name = host.split("%")[0].strip("[]").lower()
+    if name in LOCAL_NAMES or name.endswith(".localhost") or name in own_hosts():
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified or address.compressed in own_hosts()
+
+
+def url_is_this_machine(url: str) -> bool:
+    """Whether `url`'s host is this machine (False for a URL httpx cannot read)."""
+    import httpx
+
+    try:
+        return is_this_machine(httpx.URL(url).host)
+    except httpx.InvalidURL:
+        return False
+
+
+@functools.cache
+def own_hosts() -> frozenset[str]:
+    """The machine's name and its interfaces' addresses (compressed, lower-cased), read
+    once."""
+    hosts = {socket.gethostname().lower()}
+    try:
+        import psutil
+
+        interfaces: dict[str, list[Any]] = psutil.net_if_addrs()
+    except (ImportError, OSError):  # no psutil, or no permission to list the interfaces
+        interfaces = {}
+    for addresses in interfaces.values():
+        for entry in addresses:
+            if entry.family not in (socket.AF_INET, socket.AF_INET6):
+                continue
+            try:
+                hosts.add(ipaddress.ip_address(str(entry.address).split("%")[0]).compressed)
+            except ValueError:
+                continue
+    return frozenset(hosts - {""})
+
+
+def respx_pattern() -> Any:
+    """A respx pattern matching requests to this machine (`is_this_machine`)."""
+    from respx.patterns import M
+
+    return M(host__regex=LOCAL_HOST_REGEX) | M(host__in=tuple(sorted(own_hosts())))
