@@ -28,10 +28,12 @@ BREAKS: dict[str, set[Unit]] = {
     "vfc-broken-reward-network": {("hygiene.network", None)} | {
         (check, i) for check in ("gold", "noop", "episode") for i in range(3)},
     "vfc-broken-reward-socket": {("hygiene.network", None)},
+    "vfc-broken-tool-net": {("hygiene.network", None)},
 }
-"""The fixtures whose reward fetches a rubric over the network, and what fails on them
-(under `--checks setup,gold,noop,episode,hygiene`): with httpx, every scoring and
-`hygiene.network`; with urllib behind an `except OSError`, `hygiene.network` alone."""
+"""The fixtures whose reward (or tool) reaches for the network, and what fails on them
+(under `--checks setup,gold,noop,episode,hygiene`): a reward with httpx, every scoring and
+`hygiene.network`; a reward or a tool with urllib behind an `except OSError`,
+`hygiene.network` alone."""
 
 
 def get(model: ScriptedModel, url: str, method: str = "GET") -> httpx.Response:
@@ -149,3 +151,31 @@ def test_a_reward_that_connects_with_urllib_and_swallows_the_error_fails_hygiene
             "an episode)") in message, message
     assert "make the call with httpx" in message and "vfcheck runs offline" in message
     assert BY_ID["hygiene.network"].contract in message
+
+
+@pytest.mark.slow
+def test_a_tool_that_connects_from_its_server_process_fails_hygiene_alone(
+        tmp_path: Path) -> None:
+    """The tool server is a process of its own: vfcheck's startup hook refuses the
+    connection there, the tool's `except` falls back, and `hygiene.network` names the host,
+    the tool and its line, and the tool server; vfc-tool, the same env without the call,
+    stays clean."""
+    env = "vfc-broken-tool-net"
+    findings = check(tmp_path, "--checks", "setup,gold,noop,episode,hygiene", env=env)
+    failed = {u for u, f in findings.items() if f["outcome"] != "passed"}
+    assert failed == BREAKS[env], {u: findings[u]["message"] for u in failed}
+    finding = findings[("hygiene.network", None)]
+    source = (FIXTURES / "vfc_broken_tool_net.py").read_text().splitlines()
+    line = next(i + 1 for i, text in enumerate(source) if "urlopen(" in text)
+    message = finding["message"]
+    assert message.startswith(f"env {env!r}: hygiene.network failed — env code in processes "
+                              "of their own (tool servers) opened "), message
+    assert f"bignum.example.org:443, 2 times (add at vfc_broken_tool_net.py:{line}; the tool " \
+           "server python -m vfc_broken_tool_net, 2 processes)" in message, message
+    assert "cannot serve a process of its own" in message
+    [entry] = finding["details"]["processes"]
+    assert entry["processes"] == {"the tool server python -m vfc_broken_tool_net": 2}
+
+    clean = check(tmp_path, "--checks", "setup,gold,noop,episode,hygiene", env="vfc-tool")
+    assert {f["outcome"] for f in clean.values()} == {"passed"}, {
+        u: f["message"] for u, f in clean.items() if f["outcome"] != "passed"}

@@ -28,14 +28,15 @@ from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
 from vfcheck.isolation.processes import (
-    become_subreaper as become_subreaper,  # the worker asks through this module
-)
-from vfcheck.isolation.processes import (
+    TOOL_SERVER_VARS,
     cmdline,
     descendants,
     environment_names,
     is_subreaper,
     kill_pids,
+)
+from vfcheck.isolation.processes import (
+    become_subreaper as become_subreaper,  # the worker asks through this module
 )
 
 CHECK = "hygiene.processes"
@@ -49,11 +50,6 @@ UNSEEN = ("Not seen: orphans (a process whose parent exited, as after `sh -c 'cm
           "double fork): this platform re-parents them away from the worker, having no child "
           "subreaper (Linux only).")
 """What the check cannot see where the worker could not become a subreaper."""
-
-
-TOOL_SERVER_VARS = frozenset({"VF_CONFIG", "VF_STATE_URL"})
-"""What verifiers' subprocess runtime puts in the environment of a toolset's server, which
-it starts as `<python> -m <the toolset's module>` (`verifiers/v1/mcp/launch.py`)."""
 
 
 @dataclass(frozen=True)

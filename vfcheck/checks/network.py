@@ -8,13 +8,15 @@ return 0.0`) and score silently. This check looks back at the run's log of refus
 which no `except` hides, and names each one with the stage and task that made it and the
 script entry that would serve it. Connections made by other means (requests, urllib,
 aiohttp, a socket) are refused at the socket (`vfcheck.isolation.offline_sockets`) and
-named the same way, with the env code that made them. A `load()` that reaches the network
-fails `load` instead: the taskset loads with no network at all.
+named the same way, with the env code that made them; so are those of the tool servers
+and other Python processes below the worker (`vfcheck.isolation.child_sockets`). A `load()`
+that reaches the network fails `load` instead: the taskset loads with no network at all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
@@ -72,25 +74,28 @@ def places(by_stage: dict[str, list[str]]) -> list[str]:
     "`[[http]]` entry of the script serves, or opened a connection to another host by other "
     "means (requests, urllib, aiohttp, a socket: refused at the socket), also when env code "
     "caught the error; the message names each method and URL (host and port, and the code "
-    "that connected), the task and stage that made it, and the entry that would serve it. "
-    "Requests from tool servers and harness programs (processes of their own) are out of its "
-    "sight",
+    "that connected), the task and stage that made it, and the entry that would serve it; "
+    "also a connection to another host from a tool server, refused there (any Python process "
+    "below the worker that can import vfcheck: not a harness program's own environment)",
     why="CI and training clusters run offline: a reward that needs a remote grader raises or "
     "scores 0 there, and an `except` makes it silent",
 )
 async def network(ctx: CheckContext, _: Any) -> Finding:
+    from vfcheck.isolation.child_sockets import child_log_of, read_child_attempts
     from vfcheck.isolation.offline_sockets import OFFLINE_SOCKETS
 
     lab = ctx.opened("episode_lab")
     sockets = OFFLINE_SOCKETS.taken()
-    if lab is None and not sockets:
+    children = read_child_attempts(child_log_of(Path(ctx.spec["events"])))
+    if lab is None and not sockets and not children:
         return ctx.finding(CHECK, None, "skipped",
                            "no check ran under the scripted model (nothing to look back at)")
     refused = lab.runner.model.http.taken() if lab is not None else []
-    if not refused and not sockets:
+    if not refused and not sockets and not children:
         return ctx.finding(CHECK, None, "passed",
                            "env code made no HTTP request outside the model and judge "
-                           "endpoints, and opened no connection to another host")
+                           "endpoints, and opened no connection to another host, in the "
+                           "check worker or in the tool servers")
     from vfcheck.model.offline_http import serve_hint
 
     parts, details = [], {}
@@ -109,8 +114,33 @@ async def network(ctx: CheckContext, _: Any) -> Finding:
             f"(requests, urllib, aiohttp or a socket), which vfcheck refused: {listed}. "
             "vfcheck runs offline and can serve only httpx requests (a --script file's "
             "[[http]] entries): make the call with httpx to check the env offline")
+    if children:
+        listed, details["processes"] = describe_children(children)
+        parts.append(
+            f"env code in processes of their own (tool servers) opened {len(children)} "
+            f"connection(s) to other hosts, which vfcheck refused: {listed}. vfcheck runs "
+            "offline and cannot "
+            "serve a process of its own: give the tool a stand-in on this machine (a config "
+            "field naming the service's URL) to check the env offline")
     return ctx.finding(CHECK, None, "failed", "; and ".join(parts),
                        **details)  # ctx adds the contract
+
+
+def describe_children(attempts: list[Any]) -> tuple[str, list[dict[str, Any]]]:
+    """`bignum.example.org:443, 3 times (add at my_env.py:41; the tool server python -m
+    my_env, 3 processes)`, one entry per host and port, and the same as details."""
+    parts, details = [], []
+    for (host, port), made in grouped(attempts, lambda a: (a.host, a.port)).items():
+        codes = list(dict.fromkeys(a.code for a in made))
+        processes = {process: len({a.pid for a in ones})
+                     for process, ones in grouped(made, lambda a: a.process).items()}
+        target = host if port is None else f"{host}:{port}"
+        count = f", {len(made)} times" if len(made) > 1 else ""
+        shown = [f"{p}, {n} processes" if n > 1 else p for p, n in processes.items()]
+        parts.append(f"{target}{count} ({'; '.join([*codes, *shown])})")
+        details.append({"host": host, "port": port, "count": len(made), "code": codes,
+                        "processes": processes})
+    return "; ".join(parts), details
 
 
 def describe_sockets(attempts: list[Any]) -> tuple[str, list[dict[str, Any]]]:

@@ -43,6 +43,16 @@ Record = Callable[[str, int | None], str]
 @contextlib.contextmanager
 def no_network(record: Record) -> Iterator[None]:
     """Refuse name lookups of and connections to non-local hosts, telling `record`."""
+    restore = install(record)
+    try:
+        yield
+    finally:
+        restore()
+
+
+def install(record: Record) -> Callable[[], None]:
+    """`no_network` until the returned function is called (for a whole process:
+    `vfcheck.isolation.child_sockets`)."""
     real_getaddrinfo = socket.getaddrinfo
     real_connect = socket.socket.connect
     real_connect_ex = socket.socket.connect_ex
@@ -71,15 +81,15 @@ def no_network(record: Record) -> Iterator[None]:
             return errno.ECONNREFUSED
         return real_connect_ex(self, address)
 
-    socket.getaddrinfo = getaddrinfo
-    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
-    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
-    try:
-        yield
-    finally:
+    def restore() -> None:
         socket.getaddrinfo = real_getaddrinfo
         socket.socket.connect = real_connect  # type: ignore[method-assign]
         socket.socket.connect_ex = real_connect_ex  # type: ignore[method-assign]
+
+    socket.getaddrinfo = getaddrinfo
+    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
+    return restore
 
 
 def _port(port: Any) -> int | None:

@@ -27,6 +27,9 @@ GONE = (psutil.NoSuchProcess, psutil.AccessDenied)
 """What psutil raises for a process that exited meanwhile (`ZombieProcess` is a
 `NoSuchProcess`) or that is not ours to inspect: either way, nothing to report on it."""
 NOT_RUNNING = (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+TOOL_SERVER_VARS = frozenset({"VF_CONFIG", "VF_STATE_URL"})
+"""What verifiers' subprocess runtime puts in the environment of a toolset's server, which
+it starts as `<python> -m <the toolset's module>` (`verifiers/v1/mcp/launch.py`)."""
 KILL_WAIT = 10.0
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37

@@ -38,6 +38,7 @@ from vfcheck.checks.lab import episode_lab
 from vfcheck.checks.registry import CheckSpec, Unit
 from vfcheck.episodes.offline import prepare_process_env
 from vfcheck.findings import Finding
+from vfcheck.isolation.child_sockets import child_log_of, guard_children
 from vfcheck.isolation.events import Stall, append_event
 from vfcheck.isolation.offline_sockets import OFFLINE_SOCKETS, no_network
 from vfcheck.isolation.queue_clock import QUEUE_CLOCK
@@ -122,6 +123,7 @@ class Worker:
             queueing = asyncio.ensure_future(self.report_queueing())
             OFFLINE_SOCKETS.env_code, OFFLINE_SOCKETS.kinds = (self.watchdog.env_code,
                                                                self.watchdog.kinds)
+            guard_children(child_log_of(self.events))  # tool servers start from here on
             try:
                 with no_network(OFFLINE_SOCKETS.record):  # httpx ends in the mock's router
                     # the mock answers model (and judge) calls of every check; if the lab
