@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from vfcheck.checks.context import CheckContext, task_id
-from vfcheck.checks.lab import episode_lab, normalized_views
+from vfcheck.checks.lab import episode_lab, normalized_views, unfinished_plays
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
 
@@ -17,7 +17,8 @@ from vfcheck.findings import Finding
     fails_when="the normalised trace differs from `<golden dir>/<env>/<task>.json` (a diff names "
     "the message and field), the golden file is not valid JSON, or it is missing under "
     "`--vf-golden-strict`; a task whose two plays differ is reported as non-deterministic instead "
-    "of as a mismatch. Missing without strict: skipped, with the command that records it",
+    "of as a mismatch, and one whose play did not finish as blocked (never recorded). Missing "
+    "without strict: skipped, with the command that records it",
     why="a changed prompt, tool or reward shows as a diff before a training run finds out",
 )
 async def golden(ctx: CheckContext, task: Any) -> Finding:
@@ -38,6 +39,9 @@ async def golden(ctx: CheckContext, task: Any) -> Finding:
                         f"tasks {task.data.idx} and {clash[0]} map to the same golden file "
                         f"{path.name}; give the tasks distinct keys or data.id")
     first, second = await lab.both_plays(task)
+    if (blocked := unfinished_plays([first, second], task.data.idx)) is not None:  # nor recorded
+        return ctx.finding("golden", task, "failed", blocked,
+                           golden={"action": "blocked", "path": str(path)})
     header = {**plan.header, "task": identity, "task_from": source}
     documents = [
         golden_document(header, hide_content_hash(normalized_views(r), source),

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,6 +104,17 @@ def env_code_errors(result: Any) -> list[str]:
     if result.episode is not None:
         found += [f"{e.type}: {e.message}" for e in result.episode.errors]
     return found
+
+
+def unfinished_plays(results: Sequence[Any], index: int) -> str | None:
+    """Why plays cannot be compared, when the runner's deadline ended one of them (a hung
+    tool, a hook that never returns): where it stopped is no behaviour to hold an env to,
+    nor to record as its golden trace; `episode` reports the cause."""
+    for result in results:
+        if result.unfinished:
+            return (f"blocked: the episode did not finish ({result.runner_error}), so "
+                    f"there is nothing to compare (episode[{index}] reports it)")
+    return None
 
 
 def blocked_before_model(result: Any) -> str | None:

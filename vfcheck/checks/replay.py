@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
-from vfcheck.checks.lab import episode_lab, normalized_views
+from vfcheck.checks.lab import episode_lab, normalized_views, unfinished_plays
 from vfcheck.checks.registry import check
 from vfcheck.findings import Finding
 
@@ -14,13 +14,18 @@ from vfcheck.findings import Finding
     "determinism.replay", family="determinism", scope="sample", budget=4.5,
     contract="the same task played twice against the same script gives the same normalised "
     "trace",
-    fails_when="the same task played twice against the same script differs after normalisation",
+    fails_when="the same task played twice against the same script differs after "
+    "normalisation, or a play did not finish within the runner's deadline (blocked: nothing "
+    "to compare)",
     why="golden traces and reproducible evals need it",
 )
 async def replay(ctx: CheckContext, task: Any) -> Finding:
     from vfcheck.traces.normalize import trace_diff
 
-    a, b = (normalized_views(r) for r in await (await episode_lab(ctx)).both_plays(task))
+    plays = await (await episode_lab(ctx)).both_plays(task)
+    if (blocked := unfinished_plays(plays, task.data.idx)) is not None:
+        return ctx.finding("determinism.replay", task, "failed", blocked)
+    a, b = (normalized_views(r) for r in plays)
     if len(a) != len(b):
         return ctx.finding("determinism.replay", task, "failed",
                         f"the two plays minted {len(a)} and {len(b)} trace(s)")

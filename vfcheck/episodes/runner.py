@@ -59,6 +59,8 @@ class EpisodeResult:
     episode: Any | None
     logs: list[TraceLog] = field(default_factory=list)
     runner_error: str | None = None
+    unfinished: bool = False
+    """The runner's deadline ended the episode: its traces stop wherever it hung."""
     duration: float = 0.0
     scope: EpisodeRef | None = None
     """The play's `episode_scope` (its task, the trace ids minted): the scripted model's
@@ -331,6 +333,7 @@ class EnvRunner:
                     self.env.run_slot(slot, self.ctx, **hooks), timeout
                 )
         except TimeoutError:
+            result.unfinished = True
             result.runner_error = (f"episode exceeded the runner's {timeout:g}s deadline"
                                    + awaited_tools([log.trace for log in recorder.logs.values()]))
         except Exception as e:  # noqa: BLE001 - a crash outside verifiers' boundaries is data
