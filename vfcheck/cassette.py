@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from vfcheck.episodes.offline import DEFAULT_API_KEY_VAR
 from vfcheck.model import Fault, RequestRecord
-from vfcheck.script import SCRIPT_MISS, Script, ScriptError
+from vfcheck.script import PLACEHOLDERS, SCRIPT_MISS, Script, ScriptError
 from vfcheck.this_machine import url_is_this_machine
 from vfcheck.traces.normalize import RULES, scrub
 
@@ -52,10 +53,8 @@ __all__ = [
     "write_cassette",
 ]
 
-DEFAULT_API_KEY_VAR = "OPENAI_API_KEY"
 SECRET = "<secret>"
 _SECRET_RULES = tuple(rule for rule in RULES if rule.name == "secrets")
-_PLACEHOLDERS = ("{last_tool_result}", "{last_user}")
 
 
 class RecordError(Exception):
@@ -271,7 +270,7 @@ def placeholder_notes(task: RecordedTask) -> list[str]:
     on replay: name it."""
     return [f"turn {number}'s reply contains {token}, which the replay fills in"
             for number, turn in enumerate(task.turns)
-            for token in _PLACEHOLDERS if token in str(turn.get("reply", ""))]
+            for token in PLACEHOLDERS if token in str(turn.get("reply", ""))]
 
 
 def misses(records: Iterable[RequestRecord]) -> list[str]:

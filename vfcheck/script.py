@@ -94,7 +94,7 @@ __all__ = [
 SCRIPT_MISS = "the script holds no turn"
 """How the message of a `fallback = "error"` miss starts (`vfcheck.cassette.misses`)."""
 
-_PLACEHOLDERS = ("{last_tool_result}", "{last_user}")
+PLACEHOLDERS = ("{last_tool_result}", "{last_user}")
 
 
 class ScriptError(Exception):
@@ -395,7 +395,7 @@ def _tool_call(name: str, arguments: dict[str, Any] | None, raw_arguments: str |
 
 
 def _fill(text: str, request: ModelRequest) -> str:
-    if not any(placeholder in text for placeholder in _PLACEHOLDERS):
+    if not any(placeholder in text for placeholder in PLACEHOLDERS):
         return text
     return text.replace("{last_tool_result}", request.last_tool_result or "").replace(
         "{last_user}", request.last_user_text or ""

@@ -32,6 +32,8 @@ OFFLINE_ENV: dict[str, str] = {
 
 MOCK_API_KEY_VAR = "VFCHECK_API_KEY"
 """The env var verifiers reads the (fake) upstream API key from."""
+DEFAULT_API_KEY_VAR = "OPENAI_API_KEY"
+"""Where `vfcheck run` and `record` read a real endpoint's key from, unless told otherwise."""
 
 
 def uv_bin_dir() -> Path | None:

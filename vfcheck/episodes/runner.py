@@ -22,7 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from vfcheck.episodes.harness_deps import HarnessDependencyError, dependency_problem
-from vfcheck.episodes.offline import MOCK_API_KEY_VAR, offline_env_config, prepare_process_env
+from vfcheck.episodes.offline import (
+    DEFAULT_API_KEY_VAR,
+    MOCK_API_KEY_VAR,
+    offline_env_config,
+    prepare_process_env,
+)
 from vfcheck.episodes.recorder import STAGES, TraceLog, TraceRecorder, stage_times
 from vfcheck.episodes.tiers import HarnessTier, RoleTier, role_tiers
 from vfcheck.model import (
@@ -249,7 +254,7 @@ class EnvRunner:
         harness: HarnessTier = "fast",
         model: Any | None = None,
         base_url: str | None = None,
-        api_key_var: str = "OPENAI_API_KEY",
+        api_key_var: str = DEFAULT_API_KEY_VAR,
         model_name: str | None = None,
         paths: Sequence[str] = (),
         loaded: tuple[Any, list[RoleTier]] | None = None,
@@ -432,7 +437,7 @@ async def run_episodes(
     env_args: Mapping[str, Any] | None = None,
     model: Any | None = None,
     base_url: str | None = None,
-    api_key_var: str = "OPENAI_API_KEY",
+    api_key_var: str = DEFAULT_API_KEY_VAR,
     model_name: str | None = None,
     timeout: float | None = 300.0,
     paths: Sequence[str] = (),

@@ -34,6 +34,24 @@ if TYPE_CHECKING:
 
 
 
+def add_episode_options(parser: argparse.ArgumentParser, *, base_url: str,
+                        required: bool = False) -> None:
+    """The flags of the commands that play episodes against an endpoint (`run`, `record`):
+    which endpoint, its key and model, how many episodes at once, and their deadline."""
+    from vfcheck.episodes.offline import DEFAULT_API_KEY_VAR
+
+    parser.add_argument("-c", "--concurrency", type=bounded(int, 1), default=4,
+                        help="episodes at once")
+    parser.add_argument("--base-url", required=required, help=base_url)
+    parser.add_argument("--api-key-var", default=DEFAULT_API_KEY_VAR,
+                        help=f"env var holding the endpoint's API key (default "
+                             f"{DEFAULT_API_KEY_VAR}; an endpoint on this machine may do "
+                             "without)")
+    parser.add_argument("--model", help="model name sent upstream")
+    parser.add_argument("--timeout", type=bounded(float, 0.1), default=300.0,
+                        help="deadline per episode, seconds (default 300)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The subcommands; options shared with the check run come from the option table
     (`vfcheck.option_table.OPTIONS`), flags of one subcommand only are written here."""
@@ -48,14 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("env", help="env id, e.g. echo-v1")
     run.add_argument("-r", "--rollouts", type=bounded(int, 1), default=1,
                      help="episodes per task")
-    run.add_argument("-c", "--concurrency", type=bounded(int, 1), default=4,
-                     help="episodes at once")
-    run.add_argument("--base-url", help="a real OpenAI-compatible endpoint instead of the mock")
-    run.add_argument("--api-key-var", default="OPENAI_API_KEY",
-                     help="env var holding the key for --base-url")
-    run.add_argument("--model", help="model name sent upstream")
-    run.add_argument("--timeout", type=bounded(float, 0.1), default=300.0,
-                     help="deadline per episode, seconds (default 300)")
+    add_episode_options(run, base_url="a real OpenAI-compatible endpoint instead of the mock")
     run.add_argument("-o", "--output", type=Path,
                      help="episodes JSONL (default vfcheck-runs/<env>/episodes.jsonl)")
     add_cli_options(run, "run")
@@ -85,16 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
         "record", help="play an env against a real endpoint and write the replies as a script "
                        "(a cassette) that --script replays offline")
     record.add_argument("env", help="env id, e.g. vfc-echo")
-    record.add_argument("--base-url", required=True,
-                        help="the OpenAI-compatible endpoint to record from")
-    record.add_argument("--api-key-var", default="OPENAI_API_KEY",
-                        help="env var holding its API key (default OPENAI_API_KEY; a "
-                             "loopback endpoint may do without)")
-    record.add_argument("--model", help="model name sent upstream")
-    record.add_argument("-c", "--concurrency", type=bounded(int, 1), default=4,
-                        help="episodes at once")
-    record.add_argument("--timeout", type=bounded(float, 0.1), default=300.0,
-                        help="deadline per episode, seconds (default 300)")
+    add_episode_options(record, base_url="the OpenAI-compatible endpoint to record from",
+                        required=True)
     record.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
                         help="the cassette to write (a script file, TOML)")
     add_cli_options(record, "record")
