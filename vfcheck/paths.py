@@ -43,3 +43,15 @@ def unwritable(path: Path, *, folder: bool = False) -> str | None:
     if not os.access(parent, os.W_OK | os.X_OK):
         return f"the folder {parent} is not writable"
     return None
+
+
+def write_atomically(path: Path, content: str | bytes) -> None:
+    """Write `path` whole or not at all: an interrupted write never leaves half a report
+    behind (a temporary file beside it, then a rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    if isinstance(content, bytes):
+        tmp.write_bytes(content)
+    else:
+        tmp.write_text(content, encoding="utf-8")
+    tmp.replace(path)

@@ -210,21 +210,11 @@ def _conclude(console: Any, reports: list[EnvReport], run: RunOptions, *,
               seed: int | None, verifiers: str | None) -> int:
     """Findings made in this process (`--from-validate`, `vfcheck library`): shown, written
     to the reports asked for; the exit code."""
-    from vfcheck.frontends.report import json_report, show_reports, write_json, write_junit
-    from vfcheck.frontends.step_summary import append_step_summary
+    from vfcheck.frontends.report import show_reports
+    from vfcheck.frontends.report_files import write_reports
 
     show_reports(console, reports, verbose=run.verbose)
-    shard = run.shard.as_dict(run.envs) if run.shard is not None else None
-    data = json_report(reports, verifiers=verifiers, seed=seed, shard=shard)
-    if run.json is not None:
-        write_json(Path(run.json), data)
-    if run.junit_xml is not None:
-        write_junit(Path(run.junit_xml), reports)
-    if run.html is not None:
-        from vfcheck.frontends.html_report import write_html
-
-        write_html(Path(run.html), data)
-    append_step_summary(reports)
+    write_reports(reports, run, verifiers=verifiers, seed=seed)
     return EXIT_FAILED if any(report.bad for report in reports) else EXIT_OK
 
 

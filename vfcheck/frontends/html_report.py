@@ -22,6 +22,7 @@ from vfcheck.frontends.episode_html import episode_html, esc
 from vfcheck.frontends.episode_html import number as number_text
 from vfcheck.frontends.outcome_grid import COUNT_ORDER, MARKS, counts_text, short_key
 from vfcheck.frontends.report import node_name
+from vfcheck.paths import write_atomically
 
 RENDERED_DETAILS = ("episode", "changes", "notify_log")
 """Details drawn as a view of their own, so left out of the raw-details dump."""
@@ -37,11 +38,7 @@ def _css() -> str:
 
 
 def write_html(path: Path, report: dict[str, Any]) -> None:
-    """Write atomically: an interrupted write never leaves half a page behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_html(report), encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, render_html(report))
 
 
 def render_html(report: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from vfcheck.findings import EnvReport, Finding
-from vfcheck.paths import shown_path
+from vfcheck.paths import shown_path, write_atomically
 
 
 def table_cell(text: str, limit: int = 80) -> str:
@@ -179,11 +179,7 @@ def _env_dict(env: EnvReport) -> dict[str, Any]:
 
 
 def write_json(path: Path, report: dict[str, Any]) -> None:
-    """Write atomically: an interrupted write never leaves half a report behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(report, indent=2, default=str) + "\n")
-    tmp.replace(path)
+    write_atomically(path, json.dumps(report, indent=2, default=str) + "\n")
 
 
 def write_junit(path: Path, envs: list[EnvReport]) -> None:
@@ -208,7 +204,4 @@ def write_junit(path: Path, envs: list[EnvReport]) -> None:
 
         if (table := probe_table(env)) is not None:
             ET.SubElement(suite, "system-out").text = "\n".join(table.lines())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
-    tmp.replace(path)
+    write_atomically(path, ET.tostring(root, encoding="utf-8", xml_declaration=True))

@@ -190,23 +190,10 @@ class CheckRun:
     def _write(self, reports: list[EnvReport], *, final: bool = False) -> None:
         """The JSON report; at the end (`final`) the JUnit XML, the HTML report and the
         step summary too."""
-        from vfcheck.frontends.report import json_report, write_json, write_junit
+        from vfcheck.frontends.report_files import write_reports
 
-        shard = self.run.shard.as_dict(self.run.envs) if self.run.shard else None
-        report = json_report(reports, verifiers=verifiers_version(), seed=self.options.seed,
-                             shard=shard)
-        if self.run.json:
-            write_json(Path(self.run.json), report)
-        if final and self.run.junit_xml and self.front == "cli":  # pytest writes its own
-            write_junit(Path(self.run.junit_xml), reports)
-        if final and self.run.html:
-            from vfcheck.frontends.html_report import write_html
-
-            write_html(Path(self.run.html), report)
-        if final:
-            from vfcheck.frontends.step_summary import append_step_summary
-
-            append_step_summary(reports)
+        write_reports(reports, self.run, verifiers=verifiers_version(), seed=self.options.seed,
+                      final=final, junit=self.front == "cli")  # pytest writes its own
         self._written = (time.monotonic(), sum(len(report.findings) for report in reports))
 
     def exit_code(self, reports: list[EnvReport]) -> int:
