@@ -123,12 +123,10 @@ class OfflineSockets:
         self._lock = threading.Lock()
 
     def record(self, host: str, port: int | None) -> str:
-        from vfcheck.model.scope import current_episode
+        from vfcheck.model.scope import current_place
 
-        episode = current_episode()
-        stage = (episode.stage() if episode is not None and episode.stage is not None
-                 else "a check" if episode is not None else "no episode or check known")
-        attempt = Attempt(host, port, self._code(), episode.task if episode else None, stage)
+        task, stage = current_place()
+        attempt = Attempt(host, port, self._code(), task, stage)
         with self._lock:
             self.attempts.append(attempt)
         target = host if port is None else f"{host}:{port}"

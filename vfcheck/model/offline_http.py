@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from vfcheck.model.scope import current_episode
+from vfcheck.model.scope import current_place
 from vfcheck.model.types import TaskRef
 
 
@@ -90,11 +90,8 @@ class OfflineHttp:
         for answer in self.answers:
             if answer.matches(request):
                 return answer.response(request)
-        episode = current_episode()
-        stage = (episode.stage() if episode is not None and episode.stage is not None
-                 else "outside any check's episode" if episode is None else "a check")
-        refused = OfflineRequest(request.method, str(request.url),
-                                 episode.task if episode is not None else None, stage)
+        task, stage = current_place()
+        refused = OfflineRequest(request.method, str(request.url), task, stage)
         with self._lock:
             self.refused.append(refused)
         raise OfflineRequestError(

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from vfcheck.model.types import EpisodeRef
+from vfcheck.model.types import EpisodeRef, TaskRef
 
 _CURRENT: ContextVar[EpisodeRef | None] = ContextVar("vfcheck_episode", default=None)
 
@@ -31,3 +31,13 @@ def episode_scope(ref: EpisodeRef) -> Iterator[EpisodeRef]:
 def current_episode() -> EpisodeRef | None:
     """The episode of the innermost `episode_scope`, None outside any."""
     return _CURRENT.get()
+
+
+def current_place() -> tuple[TaskRef | None, str]:
+    """The task and stage env code runs in now, for a refused request's message: the
+    scope's task and its stage (`the scoring stage of an episode`), `a check` where the
+    scope names no stage, or neither outside any scope."""
+    episode = current_episode()
+    if episode is None:
+        return None, "no episode or check known"
+    return episode.task, episode.stage() if episode.stage is not None else "a check"
