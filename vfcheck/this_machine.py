@@ -31,12 +31,12 @@ def is_this_machine(host: object) -> bool:
     if not isinstance(host, str):
         return True
     name = host.split("%")[0].strip("[]").lower()
-    if name in LOCAL_NAMES or name.endswith(".localhost") or name in own_hosts():
+    if name in LOCAL_NAMES or name.endswith(".localhost"):
         return True
     try:
         address = ipaddress.ip_address(name)
     except ValueError:
-        return False
+        return name in own_hosts()
     return address.is_loopback or address.is_unspecified or address.compressed in own_hosts()
 
 
