@@ -101,9 +101,8 @@ def guard_this_process() -> None:
             pass  # the run is over and its folder gone: refusing is what matters
         target = host if port is None else f"{host}:{port}"
         return (f"vfcheck runs offline: {entry['process']} (pid {entry['pid']}) connected "
-                f"to {target} "
-                f"({entry['code']}); vfcheck serves only the model and judge endpoints, and "
-                "cannot serve a process of its own")
+                f"to {target} ({entry['code']}); vfcheck serves only the model and judge "
+                "endpoints, and cannot serve a process of its own")
 
     install(record)
 
@@ -123,17 +122,26 @@ def what_process() -> str:
 def env_code(frame: FrameType | None) -> str:
     """The innermost frame of env code on the stack: code of the package run as `__main__`
     (a tool server runs the toolset's module), else code outside the standard library,
-    the installed packages and vfcheck."""
+    the installed packages and vfcheck (an env of flat modules importing each other)."""
+    frames = []
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
     main = getattr(sys.modules.get("__main__"), "__spec__", None)
     package = main.name.split(".")[0] if main is not None and main.name else None
     shared = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     vfcheck_dir = str(Path(__file__).resolve().parents[1])
-    while frame is not None:
-        name = str(frame.f_globals.get("__name__", ""))
-        path = frame.f_code.co_filename
-        ours = (name == "__main__" or name.split(".")[0] == package) if package else (
-            not path.startswith((*shared, vfcheck_dir, "<")))
-        if ours and not name.startswith("vfcheck"):
-            return f"{frame.f_code.co_name} at {Path(path).name}:{frame.f_lineno}"
-        frame = frame.f_back
+
+    def in_package(f: FrameType) -> bool:
+        name = str(f.f_globals.get("__name__", ""))
+        return not name.startswith("vfcheck") and (
+            name == "__main__" or (package is not None and name.split(".")[0] == package))
+
+    def outside_libraries(f: FrameType) -> bool:
+        return not f.f_code.co_filename.startswith((*shared, vfcheck_dir, "<"))
+
+    for belongs in (in_package, outside_libraries):
+        if found := next((f for f in frames if belongs(f)), None):
+            return f"{found.f_code.co_name} at {Path(found.f_code.co_filename).name}:" \
+                   f"{found.f_lineno}"
     return "no env code on the stack"
