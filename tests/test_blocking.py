@@ -146,13 +146,15 @@ def test_a_blocking_tool_fails_its_tasks_episodes_naming_the_tool(
     each (an interpreter): the timeout is one their episodes fit in on a loaded 2-core
     machine (CI, with the other xdist worker busy, saw the well-behaved tasks' episodes pass
     30 s; the time episodes wait for a slot does not count). Two plays that did not finish
-    are not compared: `determinism.replay` fails as blocked, pointing at `episode`."""
+    are neither compared nor recorded: `determinism.replay` and `golden` (updating) fail
+    as blocked, pointing at `episode`, and no golden trace is written for that task."""
+    golden = tmp_path / "golden"
     env = check_env("vfc-broken-tool-block", tmp_path, capsys,
-                    "--checks", "setup,gold,noop,episode,lifecycle,determinism,hygiene",
-                    timeout=90)
+                    "--checks", "setup,gold,noop,episode,lifecycle,determinism,golden,hygiene",
+                    "--golden-dir", str(golden), "--golden-update", timeout=90)
     findings = by_unit(env)
     summary = not_passed(findings)
-    hit = {("episode", 2), ("lifecycle", 2), ("determinism.replay", 2)}
+    hit = {("episode", 2), ("lifecycle", 2), ("determinism.replay", 2), ("golden", 2)}
     assert {u for u, f in findings.items() if f["outcome"] != "passed"} == hit, summary
     assert {f["outcome"] for u, f in findings.items() if u in hit} == {"failed"}, summary
     stuck = "episode exceeded the runner's 90s deadline, waiting for the result of tool " \
@@ -161,4 +163,9 @@ def test_a_blocking_tool_fails_its_tasks_episodes_naming_the_tool(
     assert (f"determinism.replay failed — blocked: the episode did not finish ({stuck}), so "
             "there is nothing to compare (episode[2] reports it)") in findings[
         ("determinism.replay", 2)]["message"], summary
+    assert f"golden failed — blocked: the episode did not finish ({stuck})" in findings[
+        ("golden", 2)]["message"], summary
+    written = sorted(p.name for p in (golden / "vfc-broken-tool-block").iterdir())
+    assert len(written) == 2 and not any("7+5" in name or "7-5" in name for name in written), \
+        written  # tasks 0 and 1 only
     assert env["worker_starts"] == 1  # the worker's loop never stalled
