@@ -40,9 +40,9 @@ from vfcheck.frontends.xdist_spread import (
     PLANS_KEY,
     REPORTS_KEY,
     SPREAD_KEY,
-    SPREADING_DIST,
     queued_items,
     spreads_envs,
+    xdist_note,
 )
 from vfcheck.isolation.events import EventLog, Unit
 from vfcheck.isolation.supervisor import event_file, expected_units
@@ -261,25 +261,9 @@ class VfcheckSession:
             return [f"vfcheck: {self.empty_shard[1]}"]
         if not self.env_ids:
             return [f"vfcheck: library suite, verifiers {verifiers_version()}"]
-        return [*self.check_run.header(), *self.xdist_note(), *rootdir_note(config,
-                                                                             self.options)]
-
-    def xdist_note(self) -> list[str]:
-        """Who checks the envs under xdist."""
-        dist = getattr(self.config.option, "dist", "no")
-        if self.spread:
-            return [f"vfcheck: envs spread over the xdist workers (--dist {dist}): each env "
-                    "is checked on the worker that runs its items"]
-        if dist in SPREADING_DIST and getattr(self.config.option, "tx", None):
-            why = ("--vf-spread=controller" if self.run_options.spread == "controller"
-                   else "the xdist workers run on this machine")
-            return [f"vfcheck: {why}, so this process checks every env, each loaded once, "
-                    "and the workers report its findings; --vf-spread=workers checks each "
-                    "env on the worker that runs its items"]
-        if dist != "no" and len(self.env_ids) > 1:
-            return [f"vfcheck: --dist {dist} puts an env's items on several workers, so "
-                    "this process checks every env; --dist loadscope spreads them"]
-        return []
+        xdist = xdist_note(self.config, self.spread, self.run_options.spread,
+                           len(self.env_ids))
+        return [*self.check_run.header(), *xdist, *rootdir_note(config, self.options)]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The owner's line per env on its golden traces (as syrupy's snapshot summary)."""

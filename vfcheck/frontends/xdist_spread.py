@@ -64,3 +64,21 @@ def queued_items(session: pytest.Session) -> list[pytest.Item]:
                 queued = [i for i in indices if isinstance(i, int)]
             return [session.items[i] for i in queued if i < len(session.items)]
     return []
+
+
+def xdist_note(config: pytest.Config, spread: bool, policy: str, envs: int) -> list[str]:
+    """The header's line on who checks the envs under xdist (`spreads_envs`'s answer)."""
+    dist = getattr(config.option, "dist", "no")
+    if spread:
+        return [f"vfcheck: envs spread over the xdist workers (--dist {dist}): each env "
+                "is checked on the worker that runs its items"]
+    if dist in SPREADING_DIST and getattr(config.option, "tx", None):
+        why = ("--vf-spread=controller" if policy == "controller"
+               else "the xdist workers run on this machine")
+        return [f"vfcheck: {why}, so this process checks every env, each loaded once, "
+                "and the workers report its findings; --vf-spread=workers checks each "
+                "env on the worker that runs its items"]
+    if dist != "no" and envs > 1:
+        return [f"vfcheck: --dist {dist} puts an env's items on several workers, so "
+                "this process checks every env; --dist loadscope spreads them"]
+    return []
