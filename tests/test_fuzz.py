@@ -351,6 +351,9 @@ TREES = st.recursive(
 # own output: `<tmp>/tmp<random>`, and a 32-hex run glued to a known id).
 TEMP_EXAMPLE = {"path": "/tmp/tmpab12_xyz/out.txt"}
 IDS_EXAMPLE = {"id": "zzzzzzz1", "s": "zzzzzzz1" + "0123456789abcdef" * 2}
+RANDOM_SEGMENT_EXAMPLE = "/tmp/tmp:/tmpchatcmpl-"
+"""Found by fuzzing: the random-segment rule made `/tmpchatcmpl` `/tmp<random>`, whose
+`/tmp` the next pass took for a temp root."""
 SECRET_AFTER_ID_EXAMPLE = "4b84962538244a1290e5036256beeb12sk-proj-abcdefghijklmnopqrstuv"
 TEMP_BEFORE_ID_EXAMPLE = "/tmp4b84962538244a1290e5036256beeb12"
 """Found by fuzzing: a key or a temp root glued to a uuid hex matched only once the hex had
@@ -369,8 +372,9 @@ def _rule_params() -> list[Any]:
 @given(tree=TREES)
 @example(tree=TEMP_EXAMPLE)
 @example(tree=IDS_EXAMPLE)
+@example(tree=RANDOM_SEGMENT_EXAMPLE)
 def test_each_rule_is_idempotent(rule: Any, tree: Any) -> None:
-    """RULE_EXAMPLES (150) JSON trees per rule (+2 explicit regressions): applying a rule
+    """RULE_EXAMPLES (150) JSON trees per rule (+3 explicit regressions): applying a rule
     twice equals applying it once, and the input is left unchanged."""
     before = copy.deepcopy(tree)
     once = rule.apply(tree)

@@ -126,8 +126,11 @@ _RANDOM_SEGMENTS = (
 
 
 def _scrub_temp_paths(tree: Any) -> Any:
-    # `>` in the lookbehind: `<tmp>/tmp<random>` must not be scrubbed again (idempotence)
-    roots = [re.compile(rf"(?<![\w.~>-]){re.escape(root)}(?=/|\b)") for root in _temp_roots()]
+    # idempotence: `>` in the lookbehind keeps `<tmp>/tmp<random>` from a second scrub, and
+    # `(?!<)` a random segment's own `/tmp<random>` (`<tmp>/a:/tmp<random>`, from
+    # `/tmp/a:/tmpchatcmpl`)
+    roots = [re.compile(rf"(?<![\w.~>-]){re.escape(root)}(?=/|\b)(?!<)")
+             for root in _temp_roots()]
 
     def rewrite(text: str) -> str:
         text = _ANY_VF_CACHE.sub("<tmp>", _MACOS_TEMP.sub("<tmp>", text))
