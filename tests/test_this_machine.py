@@ -14,7 +14,8 @@ from aiohttp import web
 from vfcheck.cassette import ApiKeyMissing, api_key_for
 from vfcheck.isolation.offline_sockets import OfflineSockets, no_network
 from vfcheck.model import ScriptedModel
-from vfcheck.this_machine import is_this_machine, own_hosts, respx_pattern
+from vfcheck.model.transports import ToThisMachine
+from vfcheck.this_machine import is_this_machine, own_hosts
 
 OTHER_HOSTS = ["grader.example.org", "10.0.0.8", "169.254.169.254", "8.8.8.8",
                "2001:db8::1"]
@@ -48,7 +49,7 @@ def test_the_mock_passes_through_exactly_the_hosts_the_socket_guard_lets_by(
         host: str, here: bool) -> None:
     netloc = f"[{host.strip('[]')}]" if ":" in host else host
     request = httpx.Request("GET", f"http://{netloc}:8080/x")
-    assert bool(respx_pattern().match(request)) is here
+    assert bool(ToThisMachine(True).match(request)) is here
 
 
 def test_a_server_of_the_env_on_the_wildcard_address_is_reached_under_the_mock() -> None:

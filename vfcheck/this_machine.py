@@ -18,9 +18,6 @@ import socket
 from typing import Any
 
 LOCAL_NAMES = frozenset({"localhost", "", "0.0.0.0", "::"})
-LOCAL_HOST_REGEX = r"^(?:127(?:\.\d{1,3}){3}|::1|0\.0\.0\.0|::|localhost|.+\.localhost)$"
-"""The names and addresses of this machine that do not depend on the machine, as a regex
-over a URL's host (httpx gives it lower-cased, IPv6 without brackets)."""
 
 
 def is_this_machine(host: object) -> bool:
@@ -71,9 +68,3 @@ def own_hosts() -> frozenset[str]:
                 continue
     return frozenset(hosts - {""})
 
-
-def respx_pattern() -> Any:
-    """A respx pattern matching requests to this machine (`is_this_machine`)."""
-    from respx.patterns import M
-
-    return M(host__regex=LOCAL_HOST_REGEX) | M(host__in=tuple(sorted(own_hosts())))

@@ -20,9 +20,10 @@ from typing import Any
 import httpx
 import respx
 from aiohttp import web
+from respx.patterns import Pattern
 
 from vfcheck.model.core import ScriptedModelCore
-from vfcheck.this_machine import is_this_machine, respx_pattern
+from vfcheck.this_machine import is_this_machine
 
 DEFAULT_BASE_URL = "http://scripted-model.vfcheck.invalid/v1"
 """Unresolvable on purpose: only the mock can answer it."""
@@ -60,7 +61,7 @@ class ScriptedModel(ScriptedModelCore):
                 "the mock; use a non-loopback URL, or serve() for a real loopback server"
             )
         router = respx.MockRouter(assert_all_called=False, assert_all_mocked=True)
-        router.route(respx_pattern()).pass_through()  # the same hosts the socket guard lets by
+        router.route(ToThisMachine(True)).pass_through()  # as the socket guard does
         router.route(method="POST", path__regex=r"/chat/completions/?$").mock(
             side_effect=self._answer_httpx
         )
@@ -129,6 +130,14 @@ class ScriptedModel(ScriptedModelCore):
             await response.write(event)
         await response.write_eof()
         return response
+
+
+class ToThisMachine(Pattern):
+    """A respx pattern: the request's host is this machine (`vfcheck.this_machine`, the
+    definition the socket guard uses). No `key`: respx registers only keyed patterns."""
+
+    def parse(self, request: httpx.Request) -> bool:
+        return is_this_machine(request.url.host)
 
 
 def _loopback_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
