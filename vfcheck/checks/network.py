@@ -108,51 +108,49 @@ async def network(ctx: CheckContext, _: Any) -> Finding:
             f"so each got a connection error. Serve it from a --script file, e.g. "
             f"{serve_hint(first.method, first.url)}")
     if sockets:
-        listed, details["connections"] = describe_sockets(sockets)
+        listed, details["connections"] = describe_connections(sockets, in_worker)
         parts.append(
             f"env code opened {len(sockets)} connection(s) to other hosts outside httpx "
             f"(requests, urllib, aiohttp or a socket), which vfcheck refused: {listed}. "
             "vfcheck runs offline and can serve only httpx requests (a --script file's "
             "[[http]] entries): make the call with httpx to check the env offline")
     if children:
-        listed, details["processes"] = describe_children(children)
+        listed, details["processes"] = describe_connections(children, in_processes)
         parts.append(
             f"env code in processes of their own (tool servers) opened {len(children)} "
             f"connection(s) to other hosts, which vfcheck refused: {listed}. vfcheck runs "
-            "offline and cannot "
-            "serve a process of its own: give the tool a stand-in on this machine (a config "
-            "field naming the service's URL) to check the env offline")
+            "offline and cannot serve a process of its own: give the tool a stand-in on this "
+            "machine (a config field naming the service's URL) to check the env offline")
     return ctx.finding(CHECK, None, "failed", "; and ".join(parts),
                        **details)  # ctx adds the contract
 
 
-def describe_children(attempts: list[Any]) -> tuple[str, list[dict[str, Any]]]:
-    """`bignum.example.org:443, 3 times (add at my_env.py:41; the tool server python -m
-    my_env, 3 processes)`, one entry per host and port, and the same as details."""
+def describe_connections(attempts: list[Any], where: Callable[[list[Any]], tuple[
+        list[str], dict[str, Any]]]) -> tuple[str, list[dict[str, Any]]]:
+    """`grader.example.org:443, 2 times (reward 'grade' at my_env.py:41; <where>)`, one entry
+    per host and port, and the same as details; `where` says where those were made (in
+    words, and as details)."""
+    from vfcheck.isolation.offline_sockets import target_of
+
     parts, details = [], []
     for (host, port), made in grouped(attempts, lambda a: (a.host, a.port)).items():
         codes = list(dict.fromkeys(a.code for a in made))
-        processes = {process: len({a.pid for a in ones})
-                     for process, ones in grouped(made, lambda a: a.process).items()}
-        target = host if port is None else f"{host}:{port}"
+        shown, more = where(made)
         count = f", {len(made)} times" if len(made) > 1 else ""
-        shown = [f"{p}, {n} processes" if n > 1 else p for p, n in processes.items()]
-        parts.append(f"{target}{count} ({'; '.join([*codes, *shown])})")
-        details.append({"host": host, "port": port, "count": len(made), "code": codes,
-                        "processes": processes})
+        parts.append(f"{target_of(host, port)}{count} ({'; '.join([*codes, *shown])})")
+        details.append({"host": host, "port": port, "count": len(made), "code": codes, **more})
     return "; ".join(parts), details
 
 
-def describe_sockets(attempts: list[Any]) -> tuple[str, list[dict[str, Any]]]:
-    """`grader.example.org:443, 2 times (reward 'grade' at my_env.py:41; tasks 0, 1 in the
-    scoring stage of an episode)`, one entry per host and port, and the same as details."""
-    parts, details = [], []
-    for (host, port), made in grouped(attempts, lambda a: (a.host, a.port)).items():
-        codes = list(dict.fromkeys(a.code for a in made))
-        by_stage = stages_of(made)
-        target = host if port is None else f"{host}:{port}"
-        count = f", {len(made)} times" if len(made) > 1 else ""
-        parts.append(f"{target}{count} ({'; '.join([*codes, *places(by_stage)])})")
-        details.append({"host": host, "port": port, "count": len(made), "code": codes,
-                        "where": by_stage})
-    return "; ".join(parts), details
+def in_worker(made: list[Any]) -> tuple[list[str], dict[str, Any]]:
+    """`tasks 0, 1 in the scoring stage of an episode` (`Attempt`s of the check worker)."""
+    by_stage = stages_of(made)
+    return places(by_stage), {"where": by_stage}
+
+
+def in_processes(made: list[Any]) -> tuple[list[str], dict[str, Any]]:
+    """`the tool server python -m my_env, 3 processes` (`ChildAttempt`s)."""
+    processes = {process: len({a.pid for a in ones})
+                 for process, ones in grouped(made, lambda a: a.process).items()}
+    return [f"{p}, {n} processes" if n > 1 else p for p, n in processes.items()], {
+        "processes": processes}

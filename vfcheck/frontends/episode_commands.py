@@ -75,7 +75,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     def follows_script(tasks: list[Any]) -> None:
         """A script entry that matches no task is the user's mistake: stop before playing."""
-        if script is None or options.script is None or options.num_tasks is not None:
+        if options.script is None or options.num_tasks is not None:
             return
         from vfcheck.model import TaskRef
         from vfcheck.paths import shown_path

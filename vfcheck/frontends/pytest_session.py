@@ -40,6 +40,7 @@ from vfcheck.frontends.xdist_spread import (
     PLANS_KEY,
     REPORTS_KEY,
     SPREAD_KEY,
+    gateway_here,
     queued_items,
     spreads_envs,
     xdist_note,
@@ -175,8 +176,7 @@ class VfcheckSession:
         node.workerinput[RUN_DIR_KEY] = str(self.run_dir)
         node.workerinput[SPREAD_KEY] = self.spread
         spec = getattr(getattr(node, "gateway", None), "spec", None)
-        local = spec is not None and bool(spec.popen) and not spec.chdir
-        if self.spread and not local:
+        if self.spread and not (spec is not None and gateway_here(spec)):
             node.workerinput[PLANS_KEY] = self.env_plans()
 
     def env_plans(self) -> dict[str, dict[str, Any] | None]:

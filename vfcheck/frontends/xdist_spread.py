@@ -5,6 +5,8 @@ pytest_session` says who does what): the keys the controller and its workers exc
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 SPREAD_KEY = "vfcheck_spread"
@@ -47,8 +49,13 @@ def on_this_machine(spec: str) -> bool:
     import execnet
 
     _, _, one = spec.rpartition("*")
-    parsed = execnet.XSpec(one)
-    return bool(parsed.popen) and not parsed.via
+    return gateway_here(execnet.XSpec(one))
+
+
+def gateway_here(spec: Any) -> bool:
+    """A parsed `--tx` spec (execnet's `XSpec`, also a started node's `gateway.spec`) is a
+    process on this machine, which shares its files (the run dir's event logs)."""
+    return bool(spec.popen) and not spec.via
 
 
 def queued_items(session: pytest.Session) -> list[pytest.Item]:

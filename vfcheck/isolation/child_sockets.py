@@ -85,7 +85,7 @@ def read_child_attempts(log: Path) -> list[ChildAttempt]:
 def guard_this_process() -> None:
     """Refuse this process's connections to other hosts for its whole life, logging each
     to `CHILD_LOG_VAR`'s file (called by the startup hook)."""
-    from vfcheck.isolation.offline_sockets import install
+    from vfcheck.isolation.offline_sockets import install, target_of
 
     log = os.environ.get(CHILD_LOG_VAR)
     if not log:
@@ -99,10 +99,9 @@ def guard_this_process() -> None:
                 out.write(json.dumps(entry) + "\n")
         except OSError:
             pass  # the run is over and its folder gone: refusing is what matters
-        target = host if port is None else f"{host}:{port}"
         return (f"vfcheck runs offline: {entry['process']} (pid {entry['pid']}) connected "
-                f"to {target} ({entry['code']}); vfcheck serves only the model and judge "
-                "endpoints, and cannot serve a process of its own")
+                f"to {target_of(host, port)} ({entry['code']}); vfcheck serves only the model "
+                "and judge endpoints, and cannot serve a process of its own")
 
     install(record)
 

@@ -92,6 +92,11 @@ def install(record: Record) -> Callable[[], None]:
     return restore
 
 
+def target_of(host: str, port: int | None) -> str:
+    """`host:port`, or the host alone when the port is unknown."""
+    return host if port is None else f"{host}:{port}"
+
+
 def _port(port: Any) -> int | None:
     try:
         return int(port)
@@ -129,10 +134,9 @@ class OfflineSockets:
         attempt = Attempt(host, port, self._code(), task, stage)
         with self._lock:
             self.attempts.append(attempt)
-        target = host if port is None else f"{host}:{port}"
-        return (f"vfcheck runs offline: env code connected to {target} outside httpx "
-                f"({attempt.code}; {stage}); only httpx requests can be served offline, "
-                "from a --script file's [[http]] entries")
+        return (f"vfcheck runs offline: env code connected to {target_of(host, port)} "
+                f"outside httpx ({attempt.code}; {stage}); only httpx requests can be served "
+                "offline, from a --script file's [[http]] entries")
 
     def _code(self) -> str:
         """The innermost env-code frame of this thread, as a hook when it is one."""
