@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -107,24 +108,29 @@ class EventLog:
     worker_starts: int = 0
     """How many worker processes this run started (restarts after a stall add one each)."""
     last_event: float = field(default_factory=time.monotonic)
+    _reading: threading.Lock = field(default_factory=threading.Lock, repr=False,
+                                     compare=False)
+    """One poll at a time: the supervisor's thread and the front end's both poll one log,
+    and two reads from the same offset would each move it past the same chunk."""
 
     def poll(self) -> bool:
         """Read whatever was appended since the last poll; True if anything was."""
-        try:
-            with self.path.open("rb") as f:
-                f.seek(self.offset)
-                chunk = f.read()
-        except FileNotFoundError:
-            return False
-        end = chunk.rfind(b"\n")
-        if end < 0:
-            return False
-        self.offset += end + 1
-        for raw in chunk[: end + 1].splitlines():
-            if raw.strip():
-                self._apply(json.loads(raw))
-        self.last_event = time.monotonic()
-        return True
+        with self._reading:
+            try:
+                with self.path.open("rb") as f:
+                    f.seek(self.offset)
+                    chunk = f.read()
+            except FileNotFoundError:
+                return False
+            end = chunk.rfind(b"\n")
+            if end < 0:
+                return False
+            self.offset += end + 1
+            for raw in chunk[: end + 1].splitlines():
+                if raw.strip():
+                    self._apply(json.loads(raw))
+            self.last_event = time.monotonic()
+            return True
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event["event"]
