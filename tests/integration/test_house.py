@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support import SOURCE
 
-SOURCE = Path(__file__).resolve().parent.parent / "vfcheck"
 MAX_LINES = 550
 
 

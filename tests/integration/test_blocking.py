@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SCORING = {"gold", "noop", "episode", "lifecycle", "preview", "robustness",
            "determinism.replay", "golden"}
 """The checks that score a task (`CheckSpec.stages` holds `scoring`)."""

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from support import FIXTURES
 
 FILES = {
     "stray.toml": '[[task]]\nkey = "vfc-echo:nope"\n[[task.turn]]\nreply = "x"\n',

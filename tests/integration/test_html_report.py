@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import ROOT
 
 from vfcheck.frontends.html_report import render_html
 
-ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium is not installed (Debian: apt-get install "

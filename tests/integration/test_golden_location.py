@@ -16,12 +16,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
 from vfcheck.paths import write_refusal
 
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parent.parent
+
 GOLDEN = ROOT / "golden"
 
 

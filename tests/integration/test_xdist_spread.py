@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
+from support import FIXTURES
 
 pytest_plugins = ["pytester"]
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 ENVS = ["vfc-echo", "vfc-many", "vfc-multiturn", "vfc-duet"]
 TASKS = {"vfc-echo": 3, "vfc-many": 20, "vfc-multiturn": 2, "vfc-duet": 3}

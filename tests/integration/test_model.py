@@ -11,13 +11,13 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 import pytest
 from aiohttp import web
+from support import ROOT as REPO_ROOT
 
 from vfcheck.model import (
     DEFAULT_MODEL_ID,
@@ -52,7 +52,6 @@ WEATHER_TOOL: dict[str, Any] = {
         },
     },
 }
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(params=["respx", "loopback"])

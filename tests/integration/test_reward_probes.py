@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_checks import FIXTURES, PluginRun, run_plugin, units_with
 
 from vfcheck.checks import BY_ID
+
+from .test_checks import FIXTURES, PluginRun, run_plugin, units_with
 
 PROBE_FAMILIES = "reward,exploit,judge"
 SAMPLED = range(3)

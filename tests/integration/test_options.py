@@ -12,6 +12,7 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from support import README
 
 from vfcheck.frontends.cli import build_parser
 from vfcheck.option_table import OPTIONS, OptionError, cli_given, readme_table
@@ -19,7 +20,6 @@ from vfcheck.options import CheckOptions, RunOptions, resolve, resolve_options
 
 pytest_plugins = ["pytester"]
 
-README = Path(__file__).resolve().parent.parent / "README.md"
 
 SAMPLES: dict[str, list[str]] = {
     "env_args": ["a.b=5", 'name="null"', "text=plain", "xs=[1, 2]", "flag=true"],

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import ROOT
 
 from vfcheck.traces.golden import (
     GoldenBook,
@@ -24,7 +25,7 @@ from vfcheck.traces.golden import (
 
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parent.parent
+
 FIXTURES = ROOT / "fixtures"
 GOLDEN = ROOT / "golden"
 RECORDED = ["vfc-echo", "vfc-tool", "vfc-multiturn", "vfc-duet", "vfc-many"]

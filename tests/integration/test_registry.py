@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support import ROOT
 
 from vfcheck.checks import CATALOGUE, FAMILIES, REGISTRY
 from vfcheck.checks.catalogue import markdown_table, readme_block
 from vfcheck.checks.registry import CheckSpec, Registry, check
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_readme_catalogue_is_the_registry() -> None:
@@ -72,13 +70,13 @@ def test_a_new_family_is_one_registered_function() -> None:
 def test_every_check_has_a_fixture_that_makes_it_fail() -> None:
     """A check that cannot fail is a defect: each registered check id is expected to fail
     on some fixture env named in the tests that run them."""
-    from test_checks import BROKEN, LOAD_BROKEN
+    from .test_checks import BROKEN, LOAD_BROKEN
 
     failing = {check for units in BROKEN.values() for check, _ in units}
     failing |= {"load"} if LOAD_BROKEN else set()
     failing |= {"golden.unused"}  # under strict: tests/test_golden.py
-    from test_network import BREAKS as NETWORK_BREAKS
-    from test_reward_probes import BREAKS
+    from .test_network import BREAKS as NETWORK_BREAKS
+    from .test_reward_probes import BREAKS
 
     failing |= {check for units in BREAKS.values() for check, _ in units}
     failing |= {check for units in NETWORK_BREAKS.values() for check, _ in units}

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import FIXTURES
 
 from vfcheck.checks import BY_ID
 
@@ -63,7 +64,7 @@ CONFORMANCE = ("--vf-checks=load,determinism,setup,gold,noop,episode,lifecycle,p
 """The families this module holds the fixtures to. The reward probes (`reward`, `exploit`,
 `judge`) have their own fixtures and tests (tests/test_reward_probes.py): most fixtures
 here are vfc-echo, whose prompt shows its answer by design."""
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
 GOLDEN = FIXTURES.parent / "golden"
 """The fixture envs' committed golden traces (vfc-broken-golden's are stale on purpose)."""
 

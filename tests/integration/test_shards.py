@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import FIXTURES
 
 from vfcheck.shards import Shard
 
 pytest_plugins = ["pytester"]
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def vfcheck(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -13,13 +13,13 @@ from typing import Any
 
 import httpx
 import pytest
+from support import FIXTURES
 
 from vfcheck.checks import BY_ID
 from vfcheck.model import EpisodeRef, ScriptedModel, TaskRef, episode_scope
 from vfcheck.model.offline_http import OfflineRequestError, http_answer
 from vfcheck.script import Script, ScriptError
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 RUBRIC = "https://rubrics.example.org/v1/echo.json"
 SCORING = ("setup", "gold", "noop", "episode")
 Unit = tuple[str, int | None]
