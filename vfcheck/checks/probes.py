@@ -20,109 +20,40 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from vfcheck.checks.answer_formats import BARE, SCRIPT, AnswerFormat, candidate_formats
 from vfcheck.checks.lab import episode_lab
+from vfcheck.checks.probe_results import (
+    OracleChoice,
+    Probe,
+    ProbeResult,
+    Verdict,
+    errors_of,
+    fixed_reply,
+    num,
+    reply_of,
+    said,
+    scored_trace,
+    short,
+    table_of,
+)
 from vfcheck.checks.reference_answer import (
     ORACLE_FIELDS,
     Reference,
     other_answers,
     reference_of,
-    spam_lines,
     wrong_answer,
 )
+from vfcheck.checks.trivial_probes import TRIVIAL_PROBES, prompt_text, system_text, trivial_probe
 
 if TYPE_CHECKING:
     from vfcheck.checks.context import CheckContext
 
-Verdict = Literal["positive", "negative", "garbage"]
-
-REFUSAL = "I'm sorry, but I can't help with that."
-CLAIM = "Done. I have completed the task and my answer is correct."
-JUDGE_ATTACKS = (":", ".", "Thought process:")
-"""One-token replies that LLM judges are known to score as correct."""
-TOOL_SPAM_ROUNDS = 3
-"""How many times `tool-spam` calls each env tool before it stops."""
-
-
-@dataclass
-class ProbeResult:
-    """One probe episode, as the probe families read it."""
-
-    probe: str
-    reply: str
-    """What the policy said (its first reply; tool calls described), for messages."""
-    judge: Verdict
-    reward: float | None
-    """The episode's reward (mean over its traces); None if no trace was scored (scoring
-    raised, or the episode never reached it): never a 0."""
-    rewards: dict[str, float | None] = field(default_factory=dict)
-    """Each reward function's score, by name."""
-    errors: list[str] = field(default_factory=list)
-    """Every error the episode recorded (a judge that raised, a harness that failed)."""
-    seats: tuple[float, ...] = ()
-    """Each scored trace's reward: the seats of a multi-agent episode (a zero-sum game's
-    mean is always 0, its seats are not)."""
-    judge_calls: int = 0
-    turns: int = 0
-    """Agent (model) requests the episode made."""
-    env_tools: list[str] = field(default_factory=list)
-    """Tools of the env's own that the first request offered."""
-    runner_error: str | None = None
-    weights: dict[str, float] = field(default_factory=dict)
-    """Each reward function's weight, as scoring recorded it."""
-    judges: dict[str, str] = field(default_factory=dict)
-    """Each judge called (by model name): the labels it was answered in and where they came
-    from (`yes/no (its prompt)`)."""
-    format: str = ""
-    """The answer format the reply was written in (`in <answer> tags`), where it carries one."""
-
-    def describe(self) -> str:
-        """`reward 1 (echoed=1)`, or what kept it from being scored."""
-        if self.reward is None:
-            cause = self.errors[0] if self.errors else self.runner_error or "no trace scored"
-            return f"no reward ({short(cause, 200)})"
-        parts = ", ".join(f"{k}={num(v)}" for k, v in self.rewards.items())
-        errors = f"; it recorded {short(self.errors[0], 160)}" if self.errors else ""
-        return f"reward {num(self.reward)}" + (f" ({parts})" if parts else "") + errors
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"probe": self.probe, "reply": short(self.reply, 200), "judge": self.judge,
-                "reward": self.reward, "rewards": self.rewards, "errors": self.errors[:3],
-                "judge_calls": self.judge_calls, "turns": self.turns,
-                **({"format": self.format} if self.format else {}),
-                **({"judges": self.judges} if self.judges else {})}
-
-
-@dataclass(frozen=True)
-class Probe:
-    name: str
-    judge: Verdict
-    agent: Callable[[Any], Any]
-    """The agent policy (`vfcheck.model` Policy)."""
-    reply: str
-    format: str = ""
-
-
-@dataclass
-class OracleChoice:
-    """The reference answer's plays in each format tried, and the best of them."""
-
-    reference: Reference
-    tried: list[tuple[AnswerFormat, ProbeResult]]
-    best: AnswerFormat
-
-    @property
-    def result(self) -> ProbeResult:
-        return next(r for f, r in self.tried if f == self.best)
-
-    def listing(self) -> str:
-        """`<answer> tags 0, bare 0` : each format tried and its reward."""
-        return ", ".join(f"{f.describe()}: {num(r.reward) if r.reward is not None else '-'}"
-                         for f, r in self.tried)
+__all__ = [
+    "OracleChoice", "Probe", "ProbeLab", "ProbeResult", "Verdict", "errors_of", "fixed_reply",
+    "num", "probe_lab", "short", "table_of",
+]
 
 
 class ProbeLab:
@@ -160,7 +91,7 @@ class ProbeLab:
         if reference.scripted:
             batches: list[list[AnswerFormat]] = [[SCRIPT]]
         else:
-            batches = list(candidate_formats([_system_text(task), _prompt_text(task)]))
+            batches = list(candidate_formats([system_text(task), prompt_text(task)]))
         tried: list[tuple[AnswerFormat, ProbeResult]] = []
         for batch in batches:
             played = await asyncio.gather(*(self.play(task, self.format_probe(
@@ -341,53 +272,13 @@ class ProbeLab:
         return {r.probe: r for r in played}
 
     def probe(self, name: str, task: Any, first: ProbeResult | None = None) -> Probe | None:
-        """The trivial probe `name` for `task`, or None where it does not apply (no system
-        prompt, no other answers, no env tools). Answers are written in the oracle's
-        format (`oracle_choice` first)."""
-        from vfcheck.model import Reply, from_function
-
-        def text(reply: str) -> Probe:
-            return Probe(name, "negative", fixed_reply(reply), reply)
-
-        if name == "empty":
-            return text("")
-        if name == "echo-prompt":
-            def echo(request: Any) -> Any:
-                return Reply.text(request.last_user_text or "")
-            return Probe(name, "negative", from_function(echo), _prompt_text(task))
-        if name == "echo-system":
-            system = _system_text(task)
-            return None if not system else text(system)
-        if name == "refusal":
-            return text(REFUSAL)
-        if name == "claim":
-            return text(CLAIM)
-        if name.startswith("judge-attack"):
-            return text(JUDGE_ATTACKS[int(name.rsplit("-", 1)[1]) - 1])
-        fmt = self.oracle_format(task)
-        if name.startswith("answer-spam"):
-            own, others = self.reference(task), other_answers(self.ctx, task)
-            if own is None or not others:
-                return None
-            lines = spam_lines(own.answer, others, own_first=name.endswith("first"))
-            reply = "\n".join(fmt.render(a) if fmt != SCRIPT else a for a in lines)
-            return Probe(name, "negative", fixed_reply(reply), reply, format=fmt.describe())
-        if name == "wrong-answer":
-            wrong = wrong_answer(self.ctx, task)
-            return None if wrong is None else self.format_probe(name, "negative", fmt, wrong)
-        if name == "tool-spam":
-            tools = first.env_tools if first is not None else []
-            return None if not tools else Probe(name, "negative", _tool_spam(tools),
-                                                f"calls {', '.join(tools)} "
-                                                f"{TOOL_SPAM_ROUNDS}x each, then ''")
-        raise KeyError(name)
-
-
-TRIVIAL_PROBES: tuple[str, ...] = (
-    "empty", "echo-prompt", "echo-system", "refusal", "claim", "judge-attack-1",
-    "judge-attack-2", "judge-attack-3", "wrong-answer", "answer-spam-first",
-    "answer-spam-last", "tool-spam",
-)
+        """The trivial probe `name` for `task` (`vfcheck.checks.trivial_probes`), its answers
+        in the oracle's format (`oracle_choice` first)."""
+        reference = self.reference(task)
+        return trivial_probe(name, task, fmt=self.oracle_format(task),
+                             own=reference.answer if reference is not None else None,
+                             others=other_answers(self.ctx, task),
+                             wrong=wrong_answer(self.ctx, task), first=first)
 
 
 async def probe_lab(ctx: CheckContext) -> ProbeLab:
@@ -396,43 +287,6 @@ async def probe_lab(ctx: CheckContext) -> ProbeLab:
         return ProbeLab(ctx, await episode_lab(ctx))
 
     return await ctx.shared("probe_lab", open_probes)
-
-
-def scored_trace(trace: Any) -> bool:
-    """Whether scoring finished on `trace`: it recorded rewards and none is left unset (a
-    reward that raised leaves every reward as verifiers seeded it, None)."""
-    return bool(trace.rewards) and all(v is not None for v in trace.rewards.values())
-
-
-def table_of(results: Mapping[str, ProbeResult | None]) -> dict[str, float | None]:
-    """probe -> reward: the row of the policy x task table that reports show."""
-    return {name: (r.reward if r is not None else None) for name, r in results.items()}
-
-
-def errors_of(results: Mapping[str, ProbeResult | None]) -> dict[str, str]:
-    """probe -> why it was not scored, for the table's `-` cells."""
-    return {name: short(r.errors[0] if r.errors else r.runner_error or "no trace scored", 200)
-            for name, r in results.items() if r is not None and r.reward is None}
-
-
-def reply_of(probe_name: str) -> str:
-    """The agent policy a probe name plays: `claim` for `claim/positive` (the part after
-    the slash names the judge verdict)."""
-    return probe_name.split("/", 1)[0]
-
-
-def said(reply: Any) -> str:
-    """What a `vfcheck.model.Reply` said: its text, else its tool calls."""
-    if reply.content:
-        return str(reply.content)
-    calls = ", ".join(f"{c.name}({c.arguments})" for c in reply.tool_calls)
-    return f"<tool calls: {calls}>" if calls else ""
-
-
-def fixed_reply(reply: str) -> Callable[[Any], Any]:
-    from vfcheck.model import Reply, fixed
-
-    return fixed(Reply.text(reply))
 
 
 def _rank(result: ProbeResult) -> float:
@@ -447,43 +301,3 @@ def _done(result: ProbeResult) -> asyncio.Future[ProbeResult]:
     return future
 
 
-def _tool_spam(tools: list[str]) -> Callable[[Any], Any]:
-    from vfcheck.model import Reply, from_function, generate_arguments
-
-    def policy(request: Any) -> Any:
-        calls = len(request.called_tool_names)
-        offered = request.tool_parameters
-        if calls >= TOOL_SPAM_ROUNDS * len(tools):
-            return Reply.text("")
-        name = tools[calls % len(tools)]
-        return Reply.tool(name, generate_arguments(offered.get(name, {}), seed=calls,
-                                                   tool_name=name))
-
-    return from_function(policy)
-
-
-def _prompt_text(task: Any) -> str:
-    try:
-        return str(task.data.prompt_text)
-    except Exception:  # noqa: BLE001 - only for the message: the policy echoes the request
-        return "<the prompt>"
-
-
-def _system_text(task: Any) -> str:
-    system = getattr(task.data, "system_prompt", None)
-    if isinstance(system, str):
-        return system
-    if isinstance(system, list):
-        return " ".join(str(getattr(m, "content", m)) for m in system)
-    return ""
-
-
-def num(value: float | None) -> str:
-    if value is None:
-        return "None"
-    return f"{value:g}" if math.isfinite(value) else str(value)
-
-
-def short(text: str, limit: int = 80) -> str:
-    """`text` cut to `limit` characters (messages quote it with repr, which escapes)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
