@@ -210,3 +210,15 @@ def test_a_multi_turn_answer_counts_only_where_it_earns_something() -> None:
     assert finding.outcome == "failed" and "reference answer's 1" in finding.message
     nothing, _ = run("reward.reachable", {}, default=result(0.0, turns=3))
     assert nothing.outcome == "skipped" and "plays 3 model turns" in nothing.message
+
+
+def test_a_tool_task_plays_only_its_own_formats_and_no_unfair_wrong_answer() -> None:
+    """Each episode of a tool task starts an interpreter per tool server: the universal
+    formats are not tried, and a wrong answer is not played where the oracle is no fair
+    reference (it could only be skipped)."""
+    tool = result(0.0, tools=["calc_add"])
+    finding, played = run("exploit.wrong-answer", {}, default=tool)
+    assert finding.outcome == "skipped" and "no usable reference answer" in finding.message
+    assert "offers env tools (calc_add)" in finding.message
+    assert "wrong-answer" not in played
+    assert [p for p in played if p.startswith("oracle[")] == ["oracle[bare]"]

@@ -101,6 +101,9 @@ class ProbeLab:
             top = best[1].reward
             if top is not None and top >= self.ceiling([r for _, r in tried])[0]:
                 break  # nothing can earn more: the other formats would only cost episodes
+            if any(r.env_tools or r.turns > 1 for _, r in tried):
+                break  # a fixed reply is weak evidence there, and a tool episode costs an
+                # interpreter per tool server: the task's own formats only
         best_format = max(tried, key=lambda item: _rank(item[1]))[0]
         choice = OracleChoice(reference, tried, best_format)
         oracle = dataclasses.replace(choice.result, probe="oracle")
@@ -267,7 +270,10 @@ class ProbeLab:
         empty = self.probe("empty", task)
         assert empty is not None
         first = await self.oracle_result(task) or await self.play(task, empty)
-        probes = [self.probe(name, task, first) for name in TRIVIAL_PROBES]
+        # a wrong answer is held to the oracle only: without a fair one it is not played
+        names = [n for n in TRIVIAL_PROBES
+                 if n != "wrong-answer" or self.oracle_counts(task, first)]
+        probes = [self.probe(name, task, first) for name in names]
         played = await asyncio.gather(*(self.play(task, p) for p in probes if p is not None))
         return {r.probe: r for r in played}
 
