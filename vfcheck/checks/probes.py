@@ -64,6 +64,7 @@ class ProbeLab:
         self.lab = lab
         self._plays: dict[tuple[int, str], asyncio.Future[ProbeResult]] = {}
         self._oracles: dict[int, asyncio.Future[OracleChoice | None]] = {}
+        self._others: dict[int, tuple[list[str], str | None]] = {}
         self.reward_max: float | None = ctx.options.reward_max
         """`--reward-max`, if given: it wins over the env's reward weights."""
 
@@ -281,10 +282,13 @@ class ProbeLab:
         """The trivial probe `name` for `task` (`vfcheck.checks.trivial_probes`), its answers
         in the oracle's format (`oracle_choice` first)."""
         reference = self.reference(task)
+        index = task.data.idx
+        if index not in self._others:  # a pass over every task: once per sampled task
+            self._others[index] = (other_answers(self.ctx, task), wrong_answer(self.ctx, task))
+        others, wrong = self._others[index]
         return trivial_probe(name, task, fmt=self.oracle_format(task),
                              own=reference.answer if reference is not None else None,
-                             others=other_answers(self.ctx, task),
-                             wrong=wrong_answer(self.ctx, task), first=first)
+                             others=others, wrong=wrong, first=first)
 
 
 async def probe_lab(ctx: CheckContext) -> ProbeLab:
