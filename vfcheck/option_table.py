@@ -373,7 +373,8 @@ OPTIONS: tuple[Option, ...] = (
            key="allow", cli=("--allow",), pytest="--vf-allow", metavar="PATTERN[=REASON]",
            repeat=True, replay=False),
     Option("reward_max", "float", "the reward's maximum: without a reference answer, an "
-           "`exploit.*` probe that reaches it fails", default=1.0, key="reward_max",
+           "`exploit.*` probe that reaches it fails", default=None,
+           shown_default="the sum of the env's reward weights, else 1", key="reward_max",
            cli=("--reward-max",), pytest="--vf-reward-max", metavar="R", above=0),
     Option("wheels", "path", "folder of wheels the harness programs resolve their "
            "dependencies from, with no package index (fill it with: vfcheck wheels DIR ENV)",

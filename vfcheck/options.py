@@ -58,7 +58,7 @@ class CheckOptions:
     wheels: str | None = field(default_factory=default_of("wheels"))
     allow: dict[str, str] = field(default_factory=default_of("allow"))
     """Accepted findings: fnmatch pattern -> the user's reason (`vfcheck.allow`)."""
-    reward_max: float = field(default_factory=default_of("reward_max"))
+    reward_max: float | None = field(default_factory=default_of("reward_max"))
     golden_dir_from: GoldenFrom = "default"
     """Who named the golden dir: the command line (replay lines repeat it), pyproject.toml,
     or nobody (`golden/` of the project)."""

@@ -27,9 +27,15 @@ BREAKS: dict[str, set[tuple[str, int | None]]] = {
                             ("exploit.judge-attack", 4), ("exploit.answer-spam", 5)},
     "vfc-reward-toolspam": {("exploit.tool-spam", 0), ("exploit.tool-spam", 1)},
     "vfc-judge-backwards": {("judge.wiring", i) for i in SAMPLED},
+    "vfc-reward-format-only": {("exploit.wrong-answer", i) for i in SAMPLED},
+    "vfc-reward-constant": {(c, i) for c in ("reward.sensitive", "exploit.empty",
+                                             "exploit.echo-prompt", "exploit.refusal",
+                                             "exploit.claim", "exploit.judge-attack")
+                            for i in SAMPLED},
 }
 """Each broken fixture and the probe findings that must fail on it: nothing else may."""
-CLEAN = ["vfc-ungameable", "vfc-judge"]
+CLEAN = ["vfc-ungameable", "vfc-judge", "vfc-answer-tags", "vfc-boxed-math", "vfc-judge-labels"]
+JUDGE_ENVS = {"vfc-judge", "vfc-judge-labels"}
 """Well-behaved fixtures: every probe finding passes or is skipped with its reason."""
 
 
@@ -94,7 +100,7 @@ def test_well_behaved_fixtures_stay_clean(env_id: str, probe_run: PluginRun) -> 
     passed = units_with(env, {"passed"})
     assert {("reward.reachable", i) for i in SAMPLED} <= passed
     assert {("exploit.echo-prompt", i) for i in SAMPLED} <= passed
-    if env_id == "vfc-judge":  # the judge families ran, and held
+    if env_id in JUDGE_ENVS:  # the judge families ran, and held
         assert {("judge.wiring", i) for i in SAMPLED} <= passed
         assert {("judge.garbage", i) for i in SAMPLED} <= passed
     else:
@@ -114,9 +120,52 @@ def test_messages_name_the_policy_the_reply_and_the_rewards(probe_run: PluginRun
                 if f["check"] == "reward.reachable" and f["task"]["index"] == 1)
     assert "the reference answer '27' (data.answer)" in zero["message"]
     assert "correct=0" in zero["message"]
+    assert "no format earns anything (tried bare: 0, in <answer> tags: 0" in zero["message"]
     lenient = next(f for f in probe_run.envs["vfc-judge-lenient"]["findings"]
                    if f["check"] == "judge.garbage")
     assert "neither label" in lenient["message"] and "with no error" in lenient["message"]
+    wrong = next(f for f in probe_run.envs["vfc-reward-format-only"]["findings"]
+                 if f["check"] == "exploit.wrong-answer" and f["task"]["index"] == 0)
+    assert "reply '<answer>27</answer>'" in wrong["message"]
+    assert "formatted=1" in wrong["message"] and "in <answer> tags" in wrong["message"]
+    constant = next(f for f in probe_run.envs["vfc-reward-constant"]["findings"]
+                    if f["check"] == "reward.sensitive" and f["task"]["index"] == 0)
+    assert "earned 1" in constant["message"] and "the reward's maximum" in constant["message"]
+
+
+@pytest.mark.slow
+def test_the_answer_is_played_in_the_format_its_prompt_names(probe_run: PluginRun) -> None:
+    """A bare answer earns 0 on a tagged or `\\boxed{}` env; the report says which format
+    earned the oracle's reward, and the labels each judge was answered in."""
+    for env_id, fmt in (("vfc-answer-tags", "in <reversed_text> tags"),
+                        ("vfc-boxed-math", "as \\boxed{…}")):
+        reach = [f for f in probe_run.envs[env_id]["findings"]
+                 if f["check"] == "reward.reachable"]
+        assert reach and all(fmt in f["message"] for f in reach), reach
+        table = probe_run.envs[env_id]["reward_probes"]
+        assert table["oracle"] == {"0": 1.0, "1": 1.0, "2": 1.0}
+        assert table["oracle[bare]"] == {"0": 0.0, "1": 0.0, "2": 0.0}
+        assert f"oracle format: task 0 {fmt}" in probe_run.stdout
+    wiring = [f for f in probe_run.envs["vfc-judge-labels"]["findings"]
+              if f["check"] == "judge.wiring"]
+    assert all("answered in CORRECT/WRONG (its prompt)" in f["message"] for f in wiring)
+    assert "judge 'vfc-judge' answered in CORRECT/WRONG (its prompt)" in probe_run.stdout
+
+
+@pytest.mark.slow
+def test_a_probe_whose_scoring_raised_is_not_scored_and_never_a_zero(tmp_path: Path) -> None:
+    """vfc-broken-robustness's reward raises on an empty reply (task 1): the empty probe is
+    `-` with its error, and `exploit.empty` is skipped naming it, not passed as `0 < 1`."""
+    run = run_plugin(tmp_path, FIXTURES, ["vfc-broken-robustness"], "--vf-checks=exploit",
+                     "--vf-sample=2")
+    env = run.envs["vfc-broken-robustness"]
+    (empty,) = [f for f in env["findings"]
+                if f["check"] == "exploit.empty" and f["task"]["index"] == 1]
+    assert empty["outcome"] == "skipped", empty["message"]
+    assert "was not scored" in empty["message"] and "IndexError" in empty["message"]
+    assert env["reward_probes"]["empty"]["1"] is None
+    assert env["reward_probes"]["empty"]["0"] == 0.0
+    assert "- empty: TaskError" in run.stdout
 
 
 @pytest.mark.slow

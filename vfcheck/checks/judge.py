@@ -12,21 +12,10 @@ outage then reads as a wrong answer. Envs that make no judge call are skipped, n
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
-from vfcheck.checks.probes import (
-    Probe,
-    ProbeLab,
-    ProbeResult,
-    Verdict,
-    fixed_reply,
-    num,
-    probe_lab,
-    short,
-)
+from vfcheck.checks.probes import ProbeResult, errors_of, num, probe_lab, short
 from vfcheck.checks.registry import check
 from vfcheck.findings import Finding
 
@@ -34,24 +23,32 @@ NO_JUDGE = ("the env made no judge call while scoring (no vf.Judge, plugged judg
             "OpenAI client reached the model endpoint)")
 
 
-async def verdicts(lab: ProbeLab, task: Any, *kinds: Verdict) -> dict[str, ProbeResult]:
-    """The task's base reply (reference answer, else a claim of success) scored under each
-    judge verdict in `kinds`, played at once (memoised with the other probe families)."""
-    oracle = lab.oracle(task)
-    probe = (Probe("oracle", "positive", fixed_reply(oracle.reply), oracle.reply)
-             if oracle is not None else lab.probe("claim", task))
-    assert probe is not None
-    variants = [dataclasses.replace(probe, judge=kind, name=probe.name if kind == probe.judge
-                                    else f"{probe.name}/{kind}") for kind in kinds]
-    first = await lab.play(task, variants[0])
-    if not first.judge_calls:  # no judge to vary: the other verdicts would change nothing
-        return {kinds[0]: first}
-    played = await asyncio.gather(*(lab.play(task, v) for v in variants[1:]))
-    return dict(zip(kinds, [first, *played], strict=True))
+def no_judge_call(results: dict[str, ProbeResult]) -> str | None:
+    """Why `judge.*` is skipped: no judge call, or no scoring to make one in; else None."""
+    if any(r.judge_calls for r in results.values()):
+        return None
+    first = next(iter(results.values()))
+    if first.reward is None:
+        return (f"the probe episode was not scored ({first.describe()}), so whether the env "
+                "calls a judge while scoring is unknown")
+    return NO_JUDGE
 
 
-def no_judge_call(results: dict[str, ProbeResult]) -> bool:
-    return not any(r.judge_calls for r in results.values())
+def judge_details(results: dict[str, ProbeResult]) -> dict[str, Any]:
+    details: dict[str, Any] = {"results": [r.as_dict() for r in results.values()],
+                               "probes": {r.probe: r.reward for r in results.values()}}
+    judges = {name: labels for r in results.values() for name, labels in r.judges.items()}
+    if judges:
+        details["judge_labels"] = judges
+    if errors := errors_of(results):
+        details["probe_errors"] = errors
+    return details
+
+
+def labels_used(results: dict[str, ProbeResult]) -> str:
+    """`judge 'vfc-judge' in yes/no (its prompt)`, for messages."""
+    judges = {name: labels for r in results.values() for name, labels in r.judges.items()}
+    return "; ".join(f"judge {name!r} answered in {labels}" for name, labels in judges.items())
 
 
 @check(
@@ -65,28 +62,29 @@ def no_judge_call(results: dict[str, ProbeResult]) -> bool:
 )
 async def wiring(ctx: CheckContext, task: Any) -> Finding:
     lab = await probe_lab(ctx)
-    results = await verdicts(lab, task, "positive", "negative")
-    details = {"results": [r.as_dict() for r in results.values()],
-               "probes": {r.probe: r.reward for r in results.values()}}
-    if no_judge_call(results):
-        return ctx.finding("judge.wiring", task, "skipped", NO_JUDGE, **details)
+    results = await lab.verdict_results(task, "positive", "negative")
+    details = judge_details(results)
+    if (reason := no_judge_call(results)) is not None:
+        return ctx.finding("judge.wiring", task, "skipped", reason, **details)
     positive, negative = results["positive"], results["negative"]  # both: it judged
     for kind, result in results.items():
         if result.errors or result.reward is None:
             return ctx.finding(
                 "judge.wiring", task, "failed",
                 f"a {kind} verdict on reply {short(result.reply)!r} made the rollout error: "
-                f"{result.describe()}", **details)
+                f"{result.describe()} ({labels_used(results)})", **details)
     assert positive.reward is not None and negative.reward is not None
     if positive.reward > negative.reward:
         return ctx.finding("judge.wiring", task, "passed",
                            f"positive verdict {num(positive.reward)} > negative "
-                           f"{num(negative.reward)} ({positive.judge_calls} judge call(s))",
+                           f"{num(negative.reward)} ({positive.judge_calls} judge call(s); "
+                           f"{labels_used(results)})",
                            **details)
     return ctx.finding(
         "judge.wiring", task, "failed",
         f"reply {short(positive.reply)!r} earned {positive.describe()} with the judge "
-        f"answering positive and {negative.describe()} answering negative", **details)
+        f"answering positive and {negative.describe()} answering negative "
+        f"({labels_used(results)})", **details)
 
 
 @check(
@@ -100,11 +98,10 @@ async def wiring(ctx: CheckContext, task: Any) -> Finding:
 )
 async def garbage(ctx: CheckContext, task: Any) -> Finding:
     lab = await probe_lab(ctx)
-    results = await verdicts(lab, task, "positive", "garbage")
-    details = {"results": [r.as_dict() for r in results.values()],
-               "probes": {r.probe: r.reward for r in results.values()}}
-    if no_judge_call(results):
-        return ctx.finding("judge.garbage", task, "skipped", NO_JUDGE, **details)
+    results = await lab.verdict_results(task, "positive", "garbage")
+    details = judge_details(results)
+    if (reason := no_judge_call(results)) is not None:
+        return ctx.finding("judge.garbage", task, "skipped", reason, **details)
     result = results["garbage"]
     if result.errors or result.reward is None:
         return ctx.finding("judge.garbage", task, "passed",

@@ -9,10 +9,10 @@ memoised results: `reward.*` (is the reward reachable and does it move), `exploi
 trivial policy earn what the reference answer earns), `judge.*` (is the judge wired the right
 way round, and does an unreadable verdict error the rollout).
 
-The reference answer (the *oracle*) comes from, in order: the script's `oracle` for the
-task; the `answer_field` of a plugged reference judge; a data field named like a reference
-(`ORACLE_FIELDS`). A field oracle is one fixed reply, so it counts only where the task plays
-as one chat turn with no env tools; elsewhere the script must give it.
+The *oracle* is the task's reference answer (`vfcheck.checks.reference_answer`) played in
+the best-scoring of the formats its prompt names (`vfcheck.checks.answer_formats`). A
+field is one fixed reply, so on a multi-turn or tool task it is a fair reference only
+where it earns something as the final reply; elsewhere the script must give it.
 """
 
 from __future__ import annotations
@@ -20,84 +20,40 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from vfcheck.checks.answer_formats import BARE, SCRIPT, AnswerFormat, candidate_formats
 from vfcheck.checks.lab import episode_lab
+from vfcheck.checks.probe_results import (
+    OracleChoice,
+    Probe,
+    ProbeResult,
+    Verdict,
+    errors_of,
+    fixed_reply,
+    num,
+    reply_of,
+    said,
+    scored_trace,
+    short,
+    table_of,
+)
+from vfcheck.checks.reference_answer import (
+    ORACLE_FIELDS,
+    Reference,
+    other_answers,
+    reference_of,
+    wrong_answer,
+)
+from vfcheck.checks.trivial_probes import TRIVIAL_PROBES, prompt_text, system_text, trivial_probe
 
 if TYPE_CHECKING:
     from vfcheck.checks.context import CheckContext
 
-Verdict = Literal["positive", "negative", "garbage"]
-
-ORACLE_FIELDS = ("answer", "solution", "target", "reference", "expected_answer",
-                 "ground_truth", "gold")
-"""Data fields read as the task's reference answer, in this order."""
-REFUSAL = "I'm sorry, but I can't help with that."
-CLAIM = "Done. I have completed the task and my answer is correct."
-JUDGE_ATTACKS = (":", ".", "Thought process:")
-"""One-token replies that LLM judges are known to score as correct."""
-TOOL_SPAM_ROUNDS = 3
-"""How many times `tool-spam` calls each env tool before it stops."""
-SPAM_LIMIT = 20_000
-"""Characters of concatenated reference answers `answer-spam` sends at most."""
-
-
-@dataclass(frozen=True)
-class Oracle:
-    reply: str
-    source: str
-    """Where the reply came from: `script`, `judges[reference].answer_field=...`,
-    `data.answer`."""
-
-
-@dataclass
-class ProbeResult:
-    """One probe episode, as the probe families read it."""
-
-    probe: str
-    reply: str
-    """What the policy said (its first reply; tool calls described), for messages."""
-    judge: Verdict
-    reward: float | None
-    """The episode's reward (mean over its traces); None if no trace was scored."""
-    rewards: dict[str, float | None] = field(default_factory=dict)
-    """Each reward function's score, by name."""
-    errors: list[str] = field(default_factory=list)
-    """Every error the episode recorded (a judge that raised, a harness that failed)."""
-    seats: tuple[float, ...] = ()
-    """Each scored trace's reward: the seats of a multi-agent episode (a zero-sum game's
-    mean is always 0, its seats are not)."""
-    judge_calls: int = 0
-    turns: int = 0
-    """Agent (model) requests the episode made."""
-    env_tools: list[str] = field(default_factory=list)
-    """Tools of the env's own that the first request offered."""
-    runner_error: str | None = None
-
-    def describe(self) -> str:
-        """`reward 1 (echoed=1)`, or what kept it from being scored."""
-        if self.reward is None:
-            cause = self.errors[0] if self.errors else self.runner_error or "no trace scored"
-            return f"no reward ({cause})"
-        parts = ", ".join(f"{k}={num(v)}" for k, v in self.rewards.items())
-        errors = f"; it recorded {short(self.errors[0], 160)}" if self.errors else ""
-        return f"reward {num(self.reward)}" + (f" ({parts})" if parts else "") + errors
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"probe": self.probe, "reply": short(self.reply, 200), "judge": self.judge,
-                "reward": self.reward, "rewards": self.rewards, "errors": self.errors[:3],
-                "judge_calls": self.judge_calls, "turns": self.turns}
-
-
-@dataclass(frozen=True)
-class Probe:
-    name: str
-    judge: Verdict
-    agent: Callable[[Any], Any]
-    """The agent policy (`vfcheck.model` Policy)."""
-    reply: str
+__all__ = [
+    "OracleChoice", "Probe", "ProbeLab", "ProbeResult", "Verdict", "errors_of", "fixed_reply",
+    "num", "probe_lab", "short", "table_of",
+]
 
 
 class ProbeLab:
@@ -107,44 +63,111 @@ class ProbeLab:
         self.ctx = ctx
         self.lab = lab
         self._plays: dict[tuple[int, str], asyncio.Future[ProbeResult]] = {}
-        self.reward_max = float(ctx.options.reward_max)
+        self._oracles: dict[int, asyncio.Future[OracleChoice | None]] = {}
+        self._others: dict[int, tuple[list[str], str | None]] = {}
+        self.reward_max: float | None = ctx.options.reward_max
+        """`--reward-max`, if given: it wins over the env's reward weights."""
 
     # -- the reference answer
 
+    def reference(self, task: Any) -> Reference | None:
+        return reference_of(self.ctx, task)
+
     def source(self, task: Any) -> str:
-        oracle = self.oracle(task)
-        return oracle.source if oracle is not None else "none"
+        reference = self.reference(task)
+        return reference.source if reference is not None else "none"
 
-    def oracle(self, task: Any) -> Oracle | None:
-        script = self.ctx.script_oracle(task)
-        if script is not None:
-            return Oracle(script, "script")
-        for config in getattr(task.config, "judges", None) or []:
-            answer_field = getattr(config, "answer_field", None)
-            if getattr(config, "id", None) == "reference" and answer_field:
-                value = getattr(task.data, answer_field, None)
-                if (text := _answer_text(value)) is not None:
-                    return Oracle(text, f"judges[reference].answer_field={answer_field!r}")
-        for name in ORACLE_FIELDS:
-            if (text := _answer_text(getattr(task.data, name, None))) is not None:
-                return Oracle(text, f"data.{name}")
-        return None
+    async def oracle_choice(self, task: Any) -> OracleChoice | None:
+        """The reference answer played in each candidate format (memoised), or None
+        without one."""
+        index = task.data.idx
+        if index not in self._oracles:
+            self._oracles[index] = asyncio.ensure_future(self._choose_format(task))
+        return await asyncio.shield(self._oracles[index])
 
-    def all_answers(self, task: Any) -> str:
-        """Every task's reference answer, one per line, `task`'s own last (`answer-spam`): a
-        parser that takes the first match must not be credited with the probe's luck."""
-        own = self.oracle(task)
-        answers = [o.reply for t in self.ctx.tasks if (o := self.oracle(t)) is not None]
-        others = [a for a in dict.fromkeys(answers) if own is None or a != own.reply]
-        return "\n".join([*others, *([own.reply] if own else [])])[-SPAM_LIMIT:]
+    async def _choose_format(self, task: Any) -> OracleChoice | None:
+        reference = self.reference(task)
+        if reference is None:
+            return None
+        if reference.scripted:
+            batches: list[list[AnswerFormat]] = [[SCRIPT]]
+        else:
+            batches = list(candidate_formats([system_text(task), prompt_text(task)]))
+        tried: list[tuple[AnswerFormat, ProbeResult]] = []
+        for batch in batches:
+            played = await asyncio.gather(*(self.play(task, self.format_probe(
+                f"oracle[{fmt.key}]", "positive", fmt, reference.answer)) for fmt in batch))
+            tried += zip(batch, played, strict=True)
+            best = max(tried, key=lambda item: _rank(item[1]))
+            top = best[1].reward
+            if top is not None and top >= self.ceiling([r for _, r in tried])[0]:
+                break  # nothing can earn more: the other formats would only cost episodes
+            if any(r.env_tools or r.turns > 1 for _, r in tried):
+                break  # a fixed reply is weak evidence there, and a tool episode costs an
+                # interpreter per tool server: the task's own formats only
+        best_format = max(tried, key=lambda item: _rank(item[1]))[0]
+        choice = OracleChoice(reference, tried, best_format)
+        oracle = dataclasses.replace(choice.result, probe="oracle")
+        self._plays[(task.data.idx, "oracle")] = _done(oracle)
+        return choice
 
-    def judge_labels(self, task: Any) -> tuple[str, str] | None:
-        """The (positive, negative) labels a plugged judge declares, if one does."""
-        for config in getattr(task.config, "judges", None) or []:
-            choices = getattr(config, "choices", None)
-            if isinstance(choices, (list, tuple)) and len(choices) == 2:
-                return str(choices[0]), str(choices[1])
-        return None
+    def oracle_format(self, task: Any) -> AnswerFormat:
+        """The oracle's format (after `oracle_choice`), BARE before it or without one."""
+        future = self._oracles.get(task.data.idx)
+        choice = future.result() if future is not None and future.done() else None
+        return choice.best if choice is not None else BARE
+
+    def format_probe(self, name: str, judge: Verdict, fmt: AnswerFormat, answer: str) -> Probe:
+        reply = fmt.render(answer)
+        return Probe(name, judge, fixed_reply(reply), reply, format=fmt.describe())
+
+    async def oracle_result(self, task: Any, judge: Verdict = "positive") -> ProbeResult | None:
+        """The oracle's play with judges answering `judge` (the best format's)."""
+        choice = await self.oracle_choice(task)
+        if choice is None:
+            return None
+        name = "oracle" if judge == "positive" else f"oracle/{judge}"
+        return await self.play(task, self.format_probe(name, judge, choice.best,
+                                                       choice.reference.answer))
+
+    def oracle_counts(self, task: Any, result: ProbeResult | None) -> bool:
+        """Whether the oracle's episode is a fair reference: a scripted oracle always; a
+        field's one fixed reply for one chat turn with no env tools, or, on a multi-turn or
+        tool task, where it earned something as the final reply."""
+        reference = self.reference(task)
+        if reference is None or result is None:
+            return False
+        one_turn = result.turns <= 1 and not result.env_tools
+        return reference.scripted or one_turn or bool(result.reward and result.reward > 0)
+
+    def oracle_gap(self, task: Any, result: ProbeResult | None) -> str:
+        """Why the task has no usable oracle, for skip reasons and messages."""
+        reference = self.reference(task)
+        if reference is None:
+            return ("the task has no data field "
+                    f"{'/'.join(ORACLE_FIELDS)}, no plugged reference judge, and the script "
+                    "gives no `oracle` for it")
+        assert result is not None
+        shape = (f"offers env tools ({', '.join(result.env_tools)})" if result.env_tools
+                 else f"plays {result.turns} model turns")
+        return (f"the task {shape}, and its reference answer ({reference.source}) as the "
+                f"reply earned {num(result.reward)}, so it is no reference answer: the task "
+                "may need the work itself; give the task an `oracle` in the script (--script)")
+
+    def ceiling(self, results: list[ProbeResult]) -> tuple[float, str]:
+        """The reward's maximum and where it comes from: `--reward-max`; else the sum of the
+        reward weights scoring recorded (when every score seen lies in [0, 1]); else 1."""
+        if self.reward_max is not None:
+            return float(self.reward_max), "--reward-max"
+        weights: dict[str, float] = {}
+        for result in results:
+            weights.update(result.weights)
+        scores = [v for r in results for v in r.rewards.values() if v is not None]
+        if weights and all(0.0 <= v <= 1.0 for v in scores):
+            total = sum(w for w in weights.values() if w > 0)
+            parts = ", ".join(f"{k}={num(w)}" for k, w in weights.items())
+            return total, f"the sum of its reward weights: {parts}"
+        return 1.0, "the default; give --reward-max"
 
     # -- playing
 
@@ -172,11 +195,12 @@ class ProbeLab:
         return await self._play(task, probe)
 
     async def _play(self, task: Any, probe: Probe) -> ProbeResult:
-        from vfcheck.model import first_of, judge_policy
+        from vfcheck.model import HARNESS_BUILTIN_TOOLS, first_of, judge_policy
+        from vfcheck.model.judges import label_source
 
         model = self.lab.runner.model
-        policy = first_of(judge_policy(probe.judge, labels=self.judge_labels(task)),
-                          probe.agent)
+        labels = self.judge_labels(task)
+        policy = first_of(judge_policy(probe.judge, labels=labels), probe.agent)
         before = len(model.requests)
         result = await self.lab.play(task, policy)
         trace_ids = {t.id for t in result.traces}
@@ -185,97 +209,86 @@ class ProbeLab:
                 or (r.request.episode is not None and trace_ids & set(r.request.episode.trace_ids))]
         agent = [r for r in mine if r.request.kind == "agent"]
         offered = list(agent[0].request.tool_parameters) if agent else []
-        from vfcheck.model import HARNESS_BUILTIN_TOOLS
-
-        scored = [t for t in result.traces if t.rewards]
+        judges: dict[str, str] = {}
+        for call in (r for r in mine if r.request.kind == "judge"):
+            if call.reply.labels is not None:
+                source = "the plugged judge's choices" if labels else label_source(
+                    call.request, call.reply)
+                judges.setdefault(call.request.model or "judge",
+                                  f"{'/'.join(call.reply.labels)} ({source})")
+        scored = [t for t in result.traces if scored_trace(t)]
         rewards: dict[str, float | None] = {}
+        weights: dict[str, float] = {}
         for trace in scored:
             for name, value in trace.rewards.items():
-                rewards.setdefault(name, None if value is None else float(value.score))
+                rewards.setdefault(name, float(value.score))
+                weights.setdefault(name, float(value.weight))
         reward = (sum(t.reward for t in scored) / len(scored)) if scored else None
+        if not scored:  # what scoring left: each reward None (seeded, never set)
+            for trace in result.traces:
+                rewards.update({k: None for k in trace.rewards})
         return ProbeResult(
             probe=probe.name, reply=said(agent[0].reply) if agent else probe.reply,
             judge=probe.judge, reward=reward,
             rewards=rewards, errors=result.errors(), seats=tuple(t.reward for t in scored),
             judge_calls=sum(1 for r in mine if r.request.kind == "judge"),
             turns=len(agent), env_tools=[n for n in offered if n not in HARNESS_BUILTIN_TOOLS],
-            runner_error=result.runner_error)
+            runner_error=result.runner_error, weights=weights, judges=judges,
+            format=probe.format)
 
-    async def oracle_result(self, task: Any, judge: Verdict = "positive") -> ProbeResult | None:
-        oracle = self.oracle(task)
-        if oracle is None:
-            return None
-        name = "oracle" if judge == "positive" else f"oracle/{judge}"
-        return await self.play(task, Probe(name, judge, fixed_reply(oracle.reply), oracle.reply))
+    def judge_labels(self, task: Any) -> tuple[str, str] | None:
+        """The (positive, negative) labels a plugged judge declares, if one does."""
+        for config in getattr(task.config, "judges", None) or []:
+            choices = getattr(config, "choices", None)
+            if isinstance(choices, (list, tuple)) and len(choices) == 2:
+                return str(choices[0]), str(choices[1])
+        return None
 
-    def oracle_counts(self, task: Any, result: ProbeResult | None) -> bool:
-        """Whether the oracle's episode is a fair reference: a scripted oracle always; a
-        field's one fixed reply only for one chat turn with no env tools."""
-        oracle = self.oracle(task)
-        if oracle is None or result is None:
-            return False
-        return oracle.source == "script" or (result.turns <= 1 and not result.env_tools)
+    async def verdict_results(self, task: Any, *kinds: Verdict) -> dict[str, ProbeResult]:
+        """The task's base reply (the oracle, else a claim of success) scored under each
+        judge verdict in `kinds`, played at once; only the first where it made no judge
+        call (the other verdicts would change nothing)."""
+        choice = await self.oracle_choice(task)
+        if choice is not None:
+            def variant(kind: Verdict) -> Probe:
+                name = "oracle" if kind == "positive" else f"oracle/{kind}"
+                return self.format_probe(name, kind, choice.best, choice.reference.answer)
+        else:
+            claim = self.probe("claim", task)
+            assert claim is not None
 
-    def oracle_gap(self, task: Any, result: ProbeResult | None) -> str:
-        """Why the task has no usable oracle, for skip reasons and messages."""
-        oracle = self.oracle(task)
-        if oracle is None:
-            return ("the task has no data field "
-                    f"{'/'.join(ORACLE_FIELDS)}, no plugged reference judge, and the script "
-                    "gives no `oracle` for it")
-        assert result is not None
-        shape = (f"offers env tools ({', '.join(result.env_tools)})" if result.env_tools
-                 else f"plays {result.turns} model turns")
-        return (f"the task {shape}, so one fixed reply ({oracle.source}) is no reference "
-                "answer: give the task an `oracle` in the script (--script)")
+            def variant(kind: Verdict) -> Probe:
+                name = claim.name if kind == claim.judge else f"{claim.name}/{kind}"
+                return dataclasses.replace(claim, judge=kind, name=name)
+        first = await self.play(task, variant(kinds[0]))
+        if not first.judge_calls:
+            return {kinds[0]: first}
+        played = await asyncio.gather(*(self.play(task, variant(k)) for k in kinds[1:]))
+        return dict(zip(kinds, [first, *played], strict=True))
 
     async def trivial_results(self, task: Any) -> dict[str, ProbeResult]:
         """Every trivial probe of `task` that applies, by probe name (played at once)."""
         empty = self.probe("empty", task)
         assert empty is not None
         first = await self.oracle_result(task) or await self.play(task, empty)
-        probes = [self.probe(name, task, first) for name in TRIVIAL_PROBES]
+        # a wrong answer is held to the oracle only: without a fair one it is not played
+        names = [n for n in TRIVIAL_PROBES
+                 if n != "wrong-answer" or self.oracle_counts(task, first)]
+        probes = [self.probe(name, task, first) for name in names]
         played = await asyncio.gather(*(self.play(task, p) for p in probes if p is not None))
         return {r.probe: r for r in played}
 
     def probe(self, name: str, task: Any, first: ProbeResult | None = None) -> Probe | None:
-        """The trivial probe `name` for `task`, or None where it does not apply (no system
-        prompt, no reference answers, no env tools)."""
-        from vfcheck.model import Reply, from_function
-
-        def text(reply: str) -> Probe:
-            return Probe(name, "negative", fixed_reply(reply), reply)
-
-        if name == "empty":
-            return text("")
-        if name == "echo-prompt":
-            def echo(request: Any) -> Any:
-                return Reply.text(request.last_user_text or "")
-            return Probe(name, "negative", from_function(echo), _prompt_text(task))
-        if name == "echo-system":
-            system = _system_text(task)
-            return None if not system else text(system)
-        if name == "refusal":
-            return text(REFUSAL)
-        if name == "claim":
-            return text(CLAIM)
-        if name.startswith("judge-attack"):
-            return text(JUDGE_ATTACKS[int(name.rsplit("-", 1)[1]) - 1])
-        if name == "answer-spam":
-            spam = self.all_answers(task)
-            return None if not spam else text(spam)
-        if name == "tool-spam":
-            tools = first.env_tools if first is not None else []
-            return None if not tools else Probe(name, "negative", _tool_spam(tools),
-                                                f"calls {', '.join(tools)} "
-                                                f"{TOOL_SPAM_ROUNDS}x each, then ''")
-        raise KeyError(name)
-
-
-TRIVIAL_PROBES: tuple[str, ...] = (
-    "empty", "echo-prompt", "echo-system", "refusal", "claim", "judge-attack-1",
-    "judge-attack-2", "judge-attack-3", "answer-spam", "tool-spam",
-)
+        """The trivial probe `name` for `task` (`vfcheck.checks.trivial_probes`), its answers
+        in the oracle's format (`oracle_choice` first)."""
+        reference = self.reference(task)
+        index = task.data.idx
+        if index not in self._others:  # a pass over every task: once per sampled task
+            self._others[index] = (other_answers(self.ctx, task), wrong_answer(self.ctx, task))
+        others, wrong = self._others[index]
+        return trivial_probe(name, task, fmt=self.oracle_format(task),
+                             own=reference.answer if reference is not None else None,
+                             others=others, wrong=wrong, first=first)
 
 
 async def probe_lab(ctx: CheckContext) -> ProbeLab:
@@ -286,77 +299,15 @@ async def probe_lab(ctx: CheckContext) -> ProbeLab:
     return await ctx.shared("probe_lab", open_probes)
 
 
-def table_of(results: Mapping[str, ProbeResult | None]) -> dict[str, float | None]:
-    """probe -> reward: the row of the policy x task table that reports show."""
-    return {name: (r.reward if r is not None else None) for name, r in results.items()}
+def _rank(result: ProbeResult) -> float:
+    """A play's rank for the oracle's format: its reward, an unscored play last (the
+    earliest of equals wins: `max` keeps the first)."""
+    return result.reward if result.reward is not None else -math.inf
 
 
-def reply_of(probe_name: str) -> str:
-    """The agent policy a probe name plays: `claim` for `claim/positive` (the part after
-    the slash names the judge verdict)."""
-    return probe_name.split("/", 1)[0]
+def _done(result: ProbeResult) -> asyncio.Future[ProbeResult]:
+    future: asyncio.Future[ProbeResult] = asyncio.get_running_loop().create_future()
+    future.set_result(result)
+    return future
 
 
-def said(reply: Any) -> str:
-    """What a `vfcheck.model.Reply` said: its text, else its tool calls."""
-    if reply.content:
-        return str(reply.content)
-    calls = ", ".join(f"{c.name}({c.arguments})" for c in reply.tool_calls)
-    return f"<tool calls: {calls}>" if calls else ""
-
-
-def fixed_reply(reply: str) -> Callable[[Any], Any]:
-    from vfcheck.model import Reply, fixed
-
-    return fixed(Reply.text(reply))
-
-
-def _tool_spam(tools: list[str]) -> Callable[[Any], Any]:
-    from vfcheck.model import Reply, from_function, generate_arguments
-
-    def policy(request: Any) -> Any:
-        calls = len(request.called_tool_names)
-        offered = request.tool_parameters
-        if calls >= TOOL_SPAM_ROUNDS * len(tools):
-            return Reply.text("")
-        name = tools[calls % len(tools)]
-        return Reply.tool(name, generate_arguments(offered.get(name, {}), seed=calls,
-                                                   tool_name=name))
-
-    return from_function(policy)
-
-
-def _answer_text(value: Any) -> str | None:
-    if isinstance(value, (list, tuple)):
-        value = value[0] if value else None
-    if value is None or isinstance(value, (dict, bytes)):
-        return None
-    text = str(value).strip()
-    return text or None
-
-
-def _prompt_text(task: Any) -> str:
-    try:
-        return str(task.data.prompt_text)
-    except Exception:  # noqa: BLE001 - only for the message: the policy echoes the request
-        return "<the prompt>"
-
-
-def _system_text(task: Any) -> str:
-    system = getattr(task.data, "system_prompt", None)
-    if isinstance(system, str):
-        return system
-    if isinstance(system, list):
-        return " ".join(str(getattr(m, "content", m)) for m in system)
-    return ""
-
-
-def num(value: float | None) -> str:
-    if value is None:
-        return "None"
-    return f"{value:g}" if math.isfinite(value) else str(value)
-
-
-def short(text: str, limit: int = 80) -> str:
-    """`text` cut to `limit` characters (messages quote it with repr, which escapes)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"

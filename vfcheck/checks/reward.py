@@ -1,8 +1,9 @@
 """`reward.reachable`, `reward.sensitive`: the reward can be earned, and it moves.
 
-Both read the probe results (`vfcheck.checks.probes`): the oracle (the task's reference
-answer, judges answering `positive`), the oracle with judges answering `negative`, and the
-trivial policies (judges `negative`).
+Both read every probe played on the task (`vfcheck.checks.probes`): the reference answer in
+each format tried (the best is the oracle), the oracle with judges answering `negative`,
+the trivial policies (judges `negative`) and, without a reference answer, a claim of
+success under both verdicts. An unscored play is never read as a 0.
 """
 
 from __future__ import annotations
@@ -10,102 +11,159 @@ from __future__ import annotations
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
-from vfcheck.checks.probes import ProbeResult, num, probe_lab, short, table_of
+from vfcheck.checks.probes import (
+    OracleChoice,
+    ProbeLab,
+    ProbeResult,
+    errors_of,
+    num,
+    probe_lab,
+    short,
+    table_of,
+)
 from vfcheck.checks.registry import check
 from vfcheck.findings import Finding
 
 
-async def all_results(ctx: CheckContext, task: Any) -> tuple[Any, dict[str, ProbeResult]]:
-    """The probe lab and every probe result of `task`, oracle first."""
+async def all_results(ctx: CheckContext, task: Any
+                      ) -> tuple[ProbeLab, dict[str, ProbeResult], OracleChoice | None]:
+    """The probe lab, every play made for `task` (oracle first) and the oracle's formats."""
     lab = await probe_lab(ctx)
-    results: dict[str, ProbeResult] = {}
-    oracle = await lab.oracle_result(task)
-    if oracle is not None:
-        results["oracle"] = oracle
-        if oracle.judge_calls:
-            negative = await lab.oracle_result(task, "negative")
-            assert negative is not None
-            results[negative.probe] = negative
+    choice = await lab.oracle_choice(task)
+    verdicts = await lab.verdict_results(task, "positive", "negative")
+    results = {r.probe: r for r in verdicts.values()}
+    if choice is not None and len(choice.tried) > 1:
+        results = {"oracle": results.pop("oracle"), **{r.probe: r for _, r in choice.tried},
+                   **results}
     results.update(await lab.trivial_results(task))
-    return lab, results
+    return lab, results, choice
 
 
-def probe_details(results: dict[str, ProbeResult]) -> dict[str, Any]:
-    """A probe finding's details: the table row and every result."""
-    return {"probes": table_of(results), "results": [r.as_dict() for r in results.values()]}
+def probe_details(results: dict[str, ProbeResult], choice: OracleChoice | None = None
+                  ) -> dict[str, Any]:
+    """A probe finding's details: the table row, why a `-` cell is one, the oracle's format,
+    the judges' labels, and every result."""
+    details: dict[str, Any] = {"probes": table_of(results),
+                               "results": [r.as_dict() for r in results.values()]}
+    if errors := errors_of(results):
+        details["probe_errors"] = errors
+    if choice is not None:
+        details["oracle_format"] = choice.best.describe()
+    judges = {name: labels for r in results.values() for name, labels in r.judges.items()}
+    if judges:
+        details["judge_labels"] = judges
+    return details
+
+
+def not_scored(results: dict[str, ProbeResult]) -> str:
+    """Why no probe of the task was scored (the first play's error)."""
+    first = next(iter(results.values()))
+    return f"no probe episode was scored ({first.describe()})"
+
+
+def what(result: ProbeResult, choice: OracleChoice | None) -> str:
+    """A play named for a message: `the reference answer in <answer> tags (data.answer)`."""
+    if result.probe.startswith("oracle") and choice is not None:
+        return (f"the reference answer {short(choice.reference.answer)!r} "
+                f"({choice.reference.source}, {choice.best.describe()})")
+    return f"probe {result.probe}"
 
 
 @check(
     "reward.reachable", family="reward", scope="sample", budget=4.5,
     contract="some policy earns a reward above 0 on the task: its reference answer does",
-    fails_when="no probe (the reference answer with judges answering positive, nor any "
-    "trivial policy) earns a reward above 0; the message names each reward function and what "
-    "it returned. Skipped, with the reason, when the task has no usable reference answer "
-    "(none in the data, a plugged reference judge or the script; or a multi-turn or tool "
-    "task without a script `oracle`)",
+    fails_when="no probe earns a reward above 0: not the reference answer in any format "
+    "tried (the formats its prompt or system prompt names: tags, `\\boxed{}`, `####`, "
+    "`Answer:` lines, JSON keys; then bare, `<answer>` tags, `\\boxed{}`, `Answer:`, `####`) "
+    "with judges answering positive, nor any trivial policy or judge verdict; the message "
+    "lists each format's reward and each reward function's value. Skipped, with the reason, "
+    "when no probe was scored, or the task has no usable reference answer (none in the "
+    "data, a plugged reference judge or the script; or a multi-turn or tool task whose "
+    "answer as the final reply earns nothing, without a script `oracle`)",
     why="a reward that is always 0 trains nothing: the gradient is zero on every rollout",
 )
 async def reachable(ctx: CheckContext, task: Any) -> Finding:
-    lab, results = await all_results(ctx, task)
-    details = probe_details(results)
-    best = max(results.values(), key=lambda r: max(r.seats, default=-1.0))
-    if max(best.seats, default=0.0) > 0:
+    lab, results, choice = await all_results(ctx, task)
+    details = probe_details(results, choice)
+    scored = [r for r in results.values() if r.seats]
+    if not scored:
+        return ctx.finding("reward.reachable", task, "skipped",
+                           f"{not_scored(results)}; see episode[{task.data.idx}]", **details)
+    best = max(scored, key=lambda r: max(r.seats))
+    if max(best.seats) > 0:
         return ctx.finding("reward.reachable", task, "passed",
-                           f"{best.probe} earns {best.describe()}", **details)
+                           f"{what(best, choice)} earns {best.describe()}", **details)
     oracle = results.get("oracle")
     if not lab.oracle_counts(task, oracle):
         return ctx.finding("reward.reachable", task, "skipped",
                            f"no probe earned a reward above 0, and {lab.oracle_gap(task, oracle)}",
                            **details)
-    assert oracle is not None
+    assert oracle is not None and choice is not None
     if oracle.reward is None:  # a harness or env failure: `episode` reports it
         return ctx.finding("reward.reachable", task, "skipped",
                            f"the reference answer's episode was not scored "
                            f"({oracle.describe()}; see episode[{task.data.idx}])", **details)
-    others = sorted({num(r.reward) for r in results.values() if r is not oracle})
+    others = sorted({num(r.reward) for r in results.values()
+                     if r.reward is not None and not r.probe.startswith("oracle")})
     return ctx.finding(
         "reward.reachable", task, "failed",
-        f"the reference answer {short(oracle.reply)!r} ({lab.source(task)}), judges answering "
-        f"positive, earned {oracle.describe()}; every other probe earned {' or '.join(others)}",
-        **details)
+        f"the reference answer {short(choice.reference.answer)!r} ({choice.reference.source}), "
+        f"judges answering positive, earned {oracle.describe()}: no format earns anything "
+        f"(tried {choice.listing()}); every other probe earned {' or '.join(others) or '-'}. "
+        "If the env reads its answer in another format, give the task an `oracle` in that "
+        "format in the script (--script)", **details)
 
 
 @check(
     "reward.sensitive", family="reward", scope="sample", budget=4.5,
     contract="the reward tells policies apart: the reference answer, trivial replies and "
     "judge verdicts do not all get the same reward",
-    fails_when="every probe played on the task (the reference answer, an empty reply, the "
-    "echoed prompt and system prompt, a refusal, a bare claim of success, one-token judge "
-    "attacks, all reference answers at once, tool spam; judges positive and negative) gets "
-    "the same reward. Skipped when no probe was scored",
+    fails_when="every probe played on the task (the reference answer in each format, an "
+    "empty reply, the echoed prompt and system prompt, a refusal, a bare claim of success, "
+    "one-token judge attacks, a wrong answer, answer spam, tool spam; judges positive and "
+    "negative) gets the same reward, whatever it is (0, 1, ...); the message names the "
+    "value. Without a reference answer: only when that value is the reward's maximum "
+    "(from its weights, or `--reward-max`). Skipped when no probe was scored",
     why="a reward that never moves is a constant: the policy cannot learn from it",
 )
 async def sensitive(ctx: CheckContext, task: Any) -> Finding:
-    lab, results = await all_results(ctx, task)
-    details = probe_details(results)
+    lab, results, choice = await all_results(ctx, task)
+    details = probe_details(results, choice)
     scored = {name: r.seats for name, r in results.items() if r.seats}
     if not scored:
-        first = next(iter(results.values()))
         return ctx.finding("reward.sensitive", task, "skipped",
-                           f"no probe episode was scored ({first.describe()}; see "
-                           f"episode[{task.data.idx}])", **details)
+                           f"{not_scored(results)}; see episode[{task.data.idx}]", **details)
     if len(set(scored.values())) > 1:
         values = [v for seats in scored.values() for v in seats]
         return ctx.finding("reward.sensitive", task, "passed",
                            f"{len(scored)} probes earn rewards from {num(min(values))} to "
                            f"{num(max(values))}", **details)
+    value = ", ".join(num(v) for v in next(iter(scored.values())))
     oracle = results.get("oracle")
-    if oracle is not None and lab.oracle_counts(task, oracle) and not oracle.seats:
-        return ctx.finding("reward.sensitive", task, "skipped",
-                           f"the reference answer's episode was not scored "
-                           f"({oracle.describe()}; see episode[{task.data.idx}])", **details)
-    if oracle is None or not lab.oracle_counts(task, oracle):
+    if lab.oracle_counts(task, oracle):
+        assert oracle is not None and choice is not None
+        if not oracle.seats:
+            return ctx.finding("reward.sensitive", task, "skipped",
+                               f"the reference answer's episode was not scored "
+                               f"({oracle.describe()}; see episode[{task.data.idx}])", **details)
         return ctx.finding(
-            "reward.sensitive", task, "skipped",
-            f"every trivial probe earns the same ({num(next(iter(results.values())).reward)}), "
-            f"as it should, and with no reference answer to compare: "
-            f"{lab.oracle_gap(task, oracle)}", **details)
+            "reward.sensitive", task, "failed",
+            f"all {len(scored)} probes earned the same reward, {value} "
+            f"({', '.join(scored)}), {what(oracle, choice)} too ({oracle.describe()}): a "
+            "reward that never moves trains nothing"
+            + (f", at {value} as at 0" if value != "0" else ""), **details)
+    ceiling, source = lab.ceiling(list(results.values()))
+    seats = {v for s in scored.values() for v in s}
+    gap = lab.oracle_gap(task, oracle)
+    if seats == {ceiling} and ceiling > 0:
+        return ctx.finding(
+            "reward.sensitive", task, "failed",
+            f"all {len(scored)} probes earned {value} ({', '.join(scored)}), the reward's "
+            f"maximum ({source}): an empty reply earns what any reply can, so the reward "
+            f"cannot tell replies apart (and there is no reference answer: {gap})", **details)
+    hint = ("as trivial replies should" if seats == {0.0}
+            else "and a reply that does the task may earn more")
     return ctx.finding(
-        "reward.sensitive", task, "failed",
-        f"all {len(scored)} probes earned the same rewards ({', '.join(scored)}), the "
-        f"reference answer {short(oracle.reply)!r} too: {oracle.describe()}", **details)
+        "reward.sensitive", task, "skipped",
+        f"every probe earns {value}, {hint}; there is no reference answer to compare: {gap}",
+        **details)

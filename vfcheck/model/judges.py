@@ -6,11 +6,14 @@ says which verdict to give (`positive`, `negative`, `garbage`); `render_verdict`
 into what that judge understands:
 
 - labels are the ones the prompt asks for: `"X" or "Y"` (verifiers' reference judge ends
-  `Respond either "{positive}" or "{negative}" only.`), a known pair written `yes/no`,
-  `correct or incorrect`, `A/B`, `pass/fail`, `true/false` ..., or a rubric's `answer one
-  of, worst to best: a, b, c` (best = positive, worst = negative). The last one in the
-  prompt wins (the instruction closes it); labels given by the caller win over all, and
-  `yes`/`no` is the fallback when none can be read.
+  `Respond either "{positive}" or "{negative}" only.`), `Reply X if ..., otherwise Y`
+  (verifiers' `interception` env: `Reply BLOCK if ...; otherwise ALLOW`), `answer X or Y`
+  in capitals, a known pair written `yes/no`, `correct or incorrect`, `A/B`, `pass/fail`,
+  `true/false` ..., or a rubric's `answer one of, worst to best: a, b, c` (best = positive,
+  worst = negative). An `X if ..., otherwise Y` instruction wins wherever it stands (the
+  judged text that follows it may quote other words); else the last pair in the prompt
+  wins (the instruction closes it). Labels given by the caller win over all; a schema's
+  enum comes next; `yes`/`no` is the fallback when none can be read.
 - a structured-output judge (`response_format` with a JSON schema, as
   `beta.chat.completions.parse` sends it) gets a JSON object valid for the schema: choice
   fields take the positive label (else the last choice) or the negative one (else the first),
@@ -38,6 +41,7 @@ __all__ = [
     "default_judge_policy",
     "garbage_text",
     "judge_policy",
+    "label_source",
     "read_labels",
     "render_verdict",
     "rubric_criteria",
@@ -60,6 +64,11 @@ KNOWN_PAIRS: tuple[tuple[str, str], ...] = (
     ("A", "B"),
 )
 """Label pairs recognised unquoted, (positive, negative); letters match in capitals only."""
+POSITIVE_WORDS = frozenset({"yes", "correct", "pass", "passed", "true", "right", "valid",
+                            "accept", "good"})
+NEGATIVE_WORDS = frozenset({"no", "incorrect", "fail", "failed", "false", "wrong", "invalid",
+                            "reject", "bad"})
+"""Words that say which side of a verdict a label is, whatever it is paired with."""
 
 _QUOTE_OPEN = "\"'`\u201c\u2018"
 _QUOTE_CLOSE = "\"'`\u201d\u2019"
@@ -68,6 +77,26 @@ _QUOTED_PAIR = re.compile(
     rf"[{_QUOTE_OPEN}](?P<a>{_LABEL})[{_QUOTE_CLOSE}]\s*,?\s*(?:or|/|\|)\s*"
     rf"[{_QUOTE_OPEN}](?P<b>{_LABEL})[{_QUOTE_CLOSE}]",
     re.IGNORECASE,
+)
+_VERB = r"(?i:reply|respond|answer|output|say|return|write|print)(?:\s+(?i:with|only|just))*"
+_BARE_LABEL = r"[A-Z][A-Z0-9_]*(?![\w])"
+"""An unquoted label: a word in capitals (`BLOCK`, `CORRECT`, `A`)."""
+
+
+def _any_label(group: str) -> str:
+    """A quoted label (group `<group>q`) or an unquoted one (`<group>w`): capitals or a
+    known verdict word."""
+    return (rf"[{_QUOTE_OPEN}](?P<{group}q>{_LABEL})[{_QUOTE_CLOSE}]|(?P<{group}w>{_BARE_LABEL}|"
+            r"(?i:yes|no|true|false|correct|incorrect|pass|fail|valid|invalid)(?!\w))")
+
+
+_IF_OTHERWISE = re.compile(
+    rf"(?<!\w){_VERB}\s*:?\s+(?:{_any_label('a')})\s+(?i:if|when)\b[^\n]*?"
+    rf"(?i:otherwise|else)\b[\s,:;]*(?:{_VERB}\s+)?(?:{_any_label('b')})"
+)
+_VERB_OR = re.compile(
+    rf"(?<!\w){_VERB}(?:\s+(?i:either))?\s*:?\s+(?P<a>{_BARE_LABEL})\s*,?\s+(?i:or)\s+"
+    rf"(?P<b>{_BARE_LABEL})"
 )
 _WORST_TO_BEST = re.compile(r"worst\s+to\s+best\s*:\s*(?P<choices>[^)\n]+)", re.IGNORECASE)
 _CRITERION = re.compile(
@@ -115,9 +144,10 @@ def render_verdict(reply: Reply, request: ModelRequest, seed: int = 0) -> Reply:
     if kind is None or reply.content is not None or reply.tool_calls:
         return reply
     prompt = request.prompt_text
-    labels = reply.labels or read_labels(prompt) or FALLBACK_LABELS
-    criteria = rubric_criteria(prompt)
     schema = request.response_schema
+    labels = (reply.labels or read_labels(prompt) or schema_labels(schema)
+              or FALLBACK_LABELS)
+    criteria = rubric_criteria(prompt)
     if schema is not None:
         content = _schema_verdict(kind, schema, labels, criteria, seed)
     elif criteria and '"verdicts"' in prompt and kind is not Verdict.GARBAGE:
@@ -129,9 +159,43 @@ def render_verdict(reply: Reply, request: ModelRequest, seed: int = 0) -> Reply:
     return Reply(content=content, verdict_kind=kind, labels=labels)
 
 
+def label_source(request: ModelRequest, reply: Reply) -> str:
+    """Where the labels of a rendered verdict `reply` came from, for reports: `its prompt`,
+    `its schema's enum`, `the caller` or `fallback (none read)`."""
+    labels = reply.labels
+    if labels is None:
+        return "none"
+    if read_labels(request.prompt_text) == labels:
+        return "its prompt"
+    if schema_labels(request.response_schema) == labels:
+        return "its schema's enum"
+    return "fallback (none read)" if labels == FALLBACK_LABELS else "the caller"
+
+
+def schema_labels(schema: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """(positive, negative) from a structured judge's verdict field: the enum's last and
+    first choices, unless a known pair says otherwise."""
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    for name, spec in (properties.items() if isinstance(properties, dict) else []):
+        choices = spec.get("enum") if isinstance(spec, dict) else None
+        if (_VERDICT_NAMES.search(name) and isinstance(choices, list) and len(choices) >= 2
+                and all(isinstance(c, str) for c in choices)):
+            return _polarised(choices[-1], choices[0])
+    return None
+
+
 def read_labels(prompt: str) -> tuple[str, str] | None:
     """The (positive, negative) labels a judge prompt asks for, or None (module docstring)."""
+    for match in _IF_OTHERWISE.finditer(prompt):
+        a = match.group("aq") or match.group("aw")
+        b = match.group("bq") or match.group("bw")
+        if a.strip() and b.strip() and a.strip().casefold() != b.strip().casefold():
+            return _polarised(a.strip(), b.strip())
     found: list[tuple[int, tuple[str, str]]] = []
+    for match in _VERB_OR.finditer(prompt):
+        a, b = match.group("a"), match.group("b")
+        if a != b:
+            found.append((match.end(), _polarised(a, b)))
     for match in _QUOTED_PAIR.finditer(prompt):
         a, b = match.group("a").strip(), match.group("b").strip()
         if a and b and a.casefold() != b.casefold():
@@ -174,10 +238,15 @@ def garbage_text(labels: tuple[str, str]) -> str:
 
 
 def _polarised(a: str, b: str) -> tuple[str, str]:
-    """(a, b) as (positive, negative): the order written, unless a known pair says otherwise."""
+    """(a, b) as (positive, negative): the order written, unless a known pair, or a word
+    that says a verdict (`WRONG`, `correct`), says otherwise."""
     for positive, negative in KNOWN_PAIRS:
         if (a.casefold(), b.casefold()) == (negative.casefold(), positive.casefold()):
             return b, a
+    ka, kb = a.casefold(), b.casefold()
+    if (ka in NEGATIVE_WORDS and kb not in NEGATIVE_WORDS) or (
+            kb in POSITIVE_WORDS and ka not in POSITIVE_WORDS):
+        return b, a
     return a, b
 
 

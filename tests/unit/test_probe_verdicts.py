@@ -1,0 +1,224 @@
+"""The probe families' verdicts and messages on canned plays: the real `ProbeLab` (format
+choice, memo, trivial probes) and the real check functions, with each episode's result
+given instead of played (no verifiers, no episode)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from vfcheck.checks import BY_ID
+from vfcheck.checks import exploit as exploit_module
+from vfcheck.checks import judge as judge_module
+from vfcheck.checks import reward as reward_module
+from vfcheck.checks.context import CheckContext
+from vfcheck.checks.probes import Probe, ProbeLab, ProbeResult
+from vfcheck.findings import Finding
+
+Plays = dict[str, "ProbeResult | Callable[[Probe], ProbeResult]"]
+
+
+def result(reward: float | None, *, error: str = "", turns: int = 1, judge_calls: int = 0,
+           weights: dict[str, float] | None = None, tools: list[str] | None = None
+           ) -> ProbeResult:
+    weights = weights or {"score": 1.0}
+    rewards = {name: (None if reward is None else reward / sum(weights.values()))
+               for name in weights}
+    return ProbeResult("p", "r", "negative", reward, rewards, [error] if error else [],
+                       () if reward is None else (reward,), judge_calls, turns,
+                       tools or [], weights=weights)
+
+
+def task(index: int, answer: str | None = "7", system: str = "") -> Any:
+    data = SimpleNamespace(idx=index, prompt_text="What is 3 + 4?", system_prompt=system,
+                           **({"answer": answer} if answer is not None else {}))
+    return SimpleNamespace(data=data, key=f"t{index}", config=SimpleNamespace(judges=None))
+
+
+def context(tasks: list[Any], reward_max: float | None = None) -> CheckContext:
+    options = SimpleNamespace(timeout=60.0, harness="fast", env_args={}, num_tasks=None,
+                              script=None, seed=0, reward_max=reward_max, sample=3)
+    ctx = CheckContext("vfc-canned", {}, options)
+    ctx.tasks = tasks
+    return ctx
+
+
+def run(check: str, plays: Plays, tasks: list[Any] | None = None, index: int = 0,
+        reward_max: float | None = None, default: ProbeResult | None = None
+        ) -> tuple[Finding, list[str]]:
+    """`check`'s finding on task `index`, every play answered from `plays` (by probe name;
+    `default` else, a scored 0), and the probe names played."""
+    import asyncio
+
+    tasks = tasks or [task(0), task(1, "3"), task(2, "9")]
+    ctx = context(tasks, reward_max)
+    lab = ProbeLab(ctx, None)
+    played: list[str] = []
+
+    async def fake_play(self: ProbeLab, task: Any, probe: Probe) -> ProbeResult:
+        played.append(probe.name)
+        canned = plays.get(probe.name, default or result(0.0))
+        found = canned(probe) if callable(canned) else canned
+        return ProbeResult(probe.name, probe.reply, probe.judge, found.reward, found.rewards,
+                           found.errors, found.seats, found.judge_calls, found.turns,
+                           found.env_tools, found.runner_error, found.weights, found.judges,
+                           probe.format)
+
+    async def the_lab(_: Any) -> ProbeLab:
+        return lab
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ProbeLab, "_play", fake_play)
+        for module in (reward_module, exploit_module, judge_module):
+            patch.setattr(module, "probe_lab", the_lab)
+        finding = asyncio.run(BY_ID[check].fn(ctx, tasks[index]))  # type: ignore[misc]
+    return finding, played
+
+
+BOXED = "Put the final answer in \\boxed{}."
+
+
+def test_the_oracle_is_the_best_format_and_the_report_says_which() -> None:
+    tasks = [task(0, system=BOXED), task(1, "3", BOXED)]
+    plays: Plays = {"oracle[boxed]": result(1.0), "oracle[bare]": result(0.0)}
+    finding, played = run("reward.reachable", plays, tasks)
+    assert finding.outcome == "passed"
+    assert "the reference answer '7' (data.answer, as \\boxed{…}) earns reward 1" in \
+        finding.message
+    assert finding.details["oracle_format"] == "as \\boxed{…}"
+    assert played[:2] == ["oracle[boxed]", "oracle[bare]"]
+    assert not any(p in played for p in ("oracle[tags:answer]", "oracle[hashes]"))  # max: 1
+    spam, _ = run("exploit.answer-spam", plays, tasks)
+    assert spam.details["results"][0]["reply"] == "\\boxed{7}\n\\boxed{3}"
+
+
+def test_reachable_fails_only_when_no_format_earns_anything_listing_each() -> None:
+    finding, played = run("reward.reachable", {})
+    assert finding.outcome == "failed"
+    assert "no format earns anything (tried bare: 0, in <answer> tags: 0, as \\boxed{…}: 0" in \
+        finding.message
+    assert "give the task an `oracle`" in finding.message
+    assert {"oracle[bare]", "oracle[tags:answer]", "oracle[boxed]", "oracle[hashes]"} <= \
+        set(played)
+
+
+def test_nothing_scored_is_said_as_such() -> None:
+    broken = result(None, error="TaskError: scoring: IndexError: list index out of range")
+    reach, _ = run("reward.reachable", {}, default=broken)
+    assert reach.outcome == "skipped" and "no probe episode was scored (no reward (TaskError" \
+        in reach.message and "above 0" not in reach.message
+    wiring, _ = run("judge.wiring", {}, default=broken)
+    assert wiring.outcome == "skipped" and "whether the env calls a judge" in wiring.message
+    assert "made no judge call" not in wiring.message
+    empty, _ = run("exploit.empty", {}, default=broken)
+    assert empty.outcome == "skipped" and "IndexError" in empty.message
+
+
+def test_an_errored_probe_is_not_compared_as_zero() -> None:
+    plays: Plays = {"oracle[bare]": result(1.0),
+                    "empty": result(None, error="TaskError: scoring: IndexError")}
+    finding, _ = run("exploit.empty", plays)
+    assert finding.outcome == "skipped" and "was not scored" in finding.message
+    assert finding.details["probes"]["empty"] is None
+    assert finding.details["probe_errors"]["empty"] == "TaskError: scoring: IndexError"
+
+
+def test_a_reference_answer_that_earns_zero_is_no_bar() -> None:
+    finding, _ = run("exploit.empty", {})
+    assert finding.outcome == "skipped"
+    assert "below 0" not in finding.message and "earns 0 in every format" in finding.message
+    beaten, _ = run("exploit.refusal", {"refusal": result(1.0)})
+    assert beaten.outcome == "failed"  # a trivial reply earning more than the answer's 0
+
+
+def test_tool_spam_says_why_when_no_request_was_made() -> None:
+    died = result(None, error="runner: the harness program could not start", turns=0)
+    finding, _ = run("exploit.tool-spam", {}, default=died)
+    assert finding.outcome == "skipped" and "made no model request" in finding.message
+    assert "offers no env tools" not in finding.message
+    quiet, _ = run("exploit.tool-spam", {})
+    assert quiet.outcome == "skipped" and "the task offers no env tools" in quiet.message
+
+
+def test_the_rewards_maximum_comes_from_its_weights_unless_given() -> None:
+    weights = {"correct": 1.0, "format": 1.0}
+    plays: Plays = {"empty": result(2.0, weights=weights)}
+    tasks = [task(0, answer=None)]
+    finding, _ = run("exploit.empty", plays, tasks, default=result(0.0, weights=weights))
+    assert finding.outcome == "failed"
+    assert ("the reward's maximum 2 (the sum of its reward weights: correct=1, format=1)"
+            in finding.message)
+    below, _ = run("exploit.empty", {"empty": result(1.0, weights=weights)}, tasks,
+                   default=result(0.0, weights=weights))
+    assert below.outcome == "passed" and "maximum 2" in below.message
+    given, _ = run("exploit.empty", {"empty": result(1.0, weights=weights)}, tasks,
+                   reward_max=1.0, default=result(0.0, weights=weights))
+    assert given.outcome == "failed" and "maximum 1 (--reward-max)" in given.message
+
+
+@pytest.mark.parametrize(("first", "last", "outcome"),
+                         [(0.0, 1.0, "passed"), (1.0, 0.0, "passed"), (1.0, 1.0, "failed")])
+def test_answer_spam_fails_only_when_every_order_earns_the_oracles_reward(
+        first: float, last: float, outcome: str) -> None:
+    plays: Plays = {"oracle[bare]": result(1.0), "answer-spam-first": result(first),
+                    "answer-spam-last": result(last)}
+    finding, _ = run("exploit.answer-spam", plays)
+    assert finding.outcome == outcome
+    assert f"the task's own answer first: reward {first:g}" in finding.message
+    assert f"the task's own answer last: reward {last:g}" in finding.message
+
+
+def test_wrong_answer_is_another_tasks_answer_and_skipped_where_all_share_one() -> None:
+    plays: Plays = {"oracle[bare]": result(1.0), "wrong-answer": result(1.0)}
+    tasks = [task(0, "4"), task(1, "14"), task(2, "9")]
+    finding, _ = run("exploit.wrong-answer", plays, tasks)
+    assert finding.outcome == "failed"
+    assert finding.details["results"][0]["reply"] == "9"  # "14" contains "4": not picked
+    shared, _ = run("exploit.wrong-answer", plays, [task(0, "7"), task(1, "7.0")])
+    assert shared.outcome == "skipped"
+    assert "no other task has a reference answer that differs" in shared.message
+
+
+@pytest.mark.parametrize(("answer", "value", "outcome"),
+                         [("7", 1.0, "failed"), ("7", 0.0, "failed"), (None, 1.0, "failed"),
+                          (None, 0.5, "skipped"), (None, 0.0, "skipped")])
+def test_a_reward_that_never_moves_is_dead_at_any_value(
+        answer: str | None, value: float, outcome: str) -> None:
+    finding, _ = run("reward.sensitive", {}, [task(0, answer), task(1, "3")],
+                     default=result(value))
+    assert finding.outcome == outcome, finding.message
+    if outcome == "failed":
+        assert f"earned {value:g}" in finding.message or f"reward, {value:g}" in finding.message
+
+
+def test_judge_verdict_plays_count_for_reachable_and_sensitive() -> None:
+    plays: Plays = {"claim/positive": result(1.0, judge_calls=1),
+                    "claim": result(0.0, judge_calls=1)}
+    tasks = [task(0, answer=None)]
+    reach, _ = run("reward.reachable", plays, tasks, default=result(0.0, judge_calls=1))
+    assert reach.outcome == "passed" and "claim/positive" in reach.message
+    moves, _ = run("reward.sensitive", plays, tasks, default=result(0.0, judge_calls=1))
+    assert moves.outcome == "passed"
+
+
+def test_a_multi_turn_answer_counts_only_where_it_earns_something() -> None:
+    earns: Plays = {"oracle[bare]": result(1.0, turns=3), "empty": result(1.0, turns=3)}
+    finding, _ = run("exploit.empty", earns)
+    assert finding.outcome == "failed" and "reference answer's 1" in finding.message
+    nothing, _ = run("reward.reachable", {}, default=result(0.0, turns=3))
+    assert nothing.outcome == "skipped" and "plays 3 model turns" in nothing.message
+
+
+def test_a_tool_task_plays_only_its_own_formats_and_no_unfair_wrong_answer() -> None:
+    """Each episode of a tool task starts an interpreter per tool server: the universal
+    formats are not tried, and a wrong answer is not played where the oracle is no fair
+    reference (it could only be skipped)."""
+    tool = result(0.0, tools=["calc_add"])
+    finding, played = run("exploit.wrong-answer", {}, default=tool)
+    assert finding.outcome == "skipped" and "no usable reference answer" in finding.message
+    assert "offers env tools (calc_add)" in finding.message
+    assert "wrong-answer" not in played
+    assert [p for p in played if p.startswith("oracle[")] == ["oracle[bare]"]
