@@ -37,6 +37,13 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python="3.11")
+def unit(session: nox.Session) -> None:
+    """The inner loop: tests/unit (no process started, no verifiers imported)."""
+    session.install("-e", ".[dev]")
+    session.run("pytest", "tests/unit", "-q", *session.posargs)
+
+
+@nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
     session.install("ruff")
     session.run("ruff", "check", "vfcheck", "vfcheck_chat", "tests", "fixtures", "noxfile.py")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import check_report
 
 pytest_plugins = ["pytester"]
 
@@ -34,14 +35,11 @@ def findings_of(report: dict[str, Any]) -> str:
 
 
 def vfcheck_check(fixtures_dir: Path, tmp_path: Path, env: str, *extra: str) -> dict[str, Any]:
-    out = tmp_path / f"{env}-cli-{len(list(tmp_path.glob('*-cli-*.json')))}.json"  # one per run
-    done = subprocess.run(
-        [sys.executable, "-m", "vfcheck", "check", env, "--path", str(fixtures_dir),
-         "--json", str(out), *extra],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL,
-    )
+    where = tmp_path / f"{env}-cli-{len(list(tmp_path.glob('*-cli-*')))}"  # one per run
+    where.mkdir()
+    done = check_report(env, "--path", str(fixtures_dir), *extra, cwd=where)
     assert done.returncode in (0, 1), done.stderr[-2000:]
-    report: dict[str, Any] = json.loads(out.read_text())
+    report = done.report
     report["stderr"] = done.stderr[-2000:]
     return report
 
@@ -99,6 +97,7 @@ def test_setup_verdicts_match_vf_validate_only_setup(fixtures_dir: Path, tmp_pat
     assert ("setup", 1, "failed") in verdicts(ours)
 
 
+@pytest.mark.slow
 def test_from_validate_rejects_a_broken_run_dir_in_one_line(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
