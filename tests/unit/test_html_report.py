@@ -13,4 +13,4 @@ def test_details_of_an_unexpected_shape_cost_one_part_not_the_page() -> None:
             "message": "env 'x': 1 task(s)", "details": {}}
     page = render_html({"envs": [{"id": "x", "findings": [fine, odd]}]})
     assert "vfcheck could not draw this part (AttributeError" in page
-    assert "env &#x27;x&#x27;: 1 task(s)" in page and page.rstrip().endswith("</html>")
+    assert "env &#39;x&#39;: 1 task(s)" in page and page.rstrip().endswith("</html>")
