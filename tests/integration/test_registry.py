@@ -1,4 +1,4 @@
-"""The check registry is the one place a check exists: the README catalogue and
+"""The check registry is the one place a check exists: the docs' catalogue and
 `vfcheck list-checks` come from it, units are computed from it, and every registered check
 has a fixture env that makes it fail."""
 

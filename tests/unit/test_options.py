@@ -7,7 +7,7 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
-from support import README
+from support import DOCS
 
 from vfcheck.frontends.cli import build_parser
 from vfcheck.option_table import OPTIONS, OptionError, cli_given, readme_table
@@ -61,9 +61,14 @@ def from_cli(words: list[str], cwd: Path) -> CheckOptions:
     return resolve(cwd, cli_given(args, "check"), front="cli").check
 
 
-def test_the_readme_option_table_is_the_option_table() -> None:
-    table = readme_table()
-    assert table in README.read_text(), "README 'Front ends and options' should hold:\n" + table
+def test_the_options_reference_page_is_the_option_table() -> None:
+    page = (DOCS / "reference" / "options.md").read_text()
+    start, end = "<!-- options:start -->", "<!-- options:end -->"
+    assert start in page and end in page, "docs/reference/options.md lost its markers"
+    block = page.split(start, 1)[1].split(end, 1)[0].strip()
+    assert block == readme_table().strip(), (
+        "docs/reference/options.md drifted from the option table; between its markers it "
+        "should hold:\n" + readme_table())
 
 
 def test_the_dataclasses_have_one_field_per_option() -> None:

@@ -4,19 +4,27 @@
 from __future__ import annotations
 
 import pytest
-from support import ROOT
+from support import DOCS, README
 
 from vfcheck.checks import CATALOGUE, FAMILIES, REGISTRY
 from vfcheck.checks.catalogue import markdown_table, readme_block
 from vfcheck.checks.registry import CheckSpec, Registry, check
 
 
-def test_the_readme_catalogue_is_the_registry() -> None:
-    block = readme_block((ROOT / "README.md").read_text())
-    assert block is not None, "README.md lost its <!-- checks:start/end --> markers"
+def test_the_checks_reference_page_is_the_registry() -> None:
+    block = readme_block((DOCS / "reference" / "checks.md").read_text())
+    assert block is not None, "docs/reference/checks.md lost its <!-- checks:start/end --> markers"
     assert block == markdown_table(CATALOGUE), (
-        "README's check catalogue drifted from the registry; regenerate it with "
-        "`vfcheck list-checks --markdown`")
+        "docs/reference/checks.md drifted from the registry; regenerate the block between its "
+        "markers with `vfcheck list-checks --markdown`")
+
+
+def test_the_readme_names_every_family_once() -> None:
+    """The README's one line per family: `- `family`: ...`, in the registry's order."""
+    lines = [line for line in README.read_text().splitlines() if line.startswith("- `")]
+    named = [line.split("`")[1] for line in lines]
+    assert named == list(FAMILIES), "README's family lines should be, in order: " + ", ".join(
+        FAMILIES)
 
 
 def test_every_check_is_a_registered_function_with_a_full_spec() -> None:

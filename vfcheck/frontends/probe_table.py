@@ -3,7 +3,7 @@
 The probe families (`reward.*`, `exploit.*`, `judge.*`) put the rewards they read into
 their findings' details (`probes`: probe name -> reward). This module folds them into one
 table per env: a row per probe policy, a column per sampled task, so a reader sees at a
-glance which replies earn what (README: "Reading the probe table").
+glance which replies earn what (docs/reward-probes.md: "Reading the probe table").
 """
 
 from __future__ import annotations
