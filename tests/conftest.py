@@ -11,11 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import CheckCache, check_cache_root
-
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures"
-
+from support import FIXTURES, ROOT, CheckCache, check_cache_root
 
 TIERS = {"unit", "integration"}
 

@@ -105,6 +105,12 @@ class CheckCache:
 
 OUTPUT_FLAGS = {"--junit-xml", "--html"}
 
+def basic_check(env: str) -> tuple[str, ...]:
+    """`vfcheck check ENV` of the families vf-validate also has, and one episode: the run
+    that the agreement tests and the CLI's tests read (vfc-echo's once per session)."""
+    return (env, "--path", str(FIXTURES), "--checks", "setup,gold,noop,episode")
+
+
 BROKEN_GOLD = ("vfc-broken-gold", "--path", str(FIXTURES), "--checks", "gold",
                "--junit-xml", "report.xml")
 """The gold family on vfc-broken-gold (gold[1] fails, gold[2] skips), with a JUnit file and a

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import BROKEN_GOLD, BROKEN_GOLD_ENV, CheckCache, vfcheck
+from support import BROKEN_GOLD, BROKEN_GOLD_ENV, CheckCache, basic_check, vfcheck
 
 BIN = Path(sys.executable).parent
 
@@ -123,9 +123,8 @@ def test_check_exit_code_json_and_junit(checked: CheckCache) -> None:
 
 
 @pytest.mark.slow
-def test_check_passes_with_exit_0_on_a_well_behaved_env(fixtures_dir: Path, tmp_path: Path) -> None:
-    done = vfcheck("check", "vfc-echo", "--path", str(fixtures_dir), "--checks", "setup,noop",
-                   cwd=tmp_path)
+def test_check_passes_with_exit_0_on_a_well_behaved_env(checked: CheckCache) -> None:
+    done = checked.check(*basic_check("vfc-echo"))  # the agreement tests read it too
     assert done.returncode == 0, done.stdout[-2000:]
     assert "verifiers 0.4" in done.stdout  # the header says what ran
 
