@@ -286,12 +286,17 @@ async def test_cut_stream_ends_without_finish_or_done(endpoint: Endpoint) -> Non
 async def test_hang_is_cancelled_by_a_timeout(endpoint: Endpoint) -> None:
     model = ScriptedModel(sequence(Reply.fault("hang"), "after the hang"))
     async with endpoint(model) as url:
+        # the model must hold the request before the clock starts: on a loaded machine 0.3 s
+        # can pass before it arrives, and the next request would then get the hang
+        hung = asyncio.create_task(complete(url, model="m", messages=USER, stream=True))
+        while not model.requests:
+            await asyncio.sleep(0.01)
         started = time.perf_counter()
         with pytest.raises(TimeoutError):
-            await asyncio.wait_for(complete(url, model="m", messages=USER, stream=True), 0.3)
+            await asyncio.wait_for(hung, 0.3)
         assert time.perf_counter() - started < 2
         # The model still answers after a hang was abandoned.
-        later = await complete(url, model="m", messages=USER)
+        later = await asyncio.wait_for(complete(url, model="m", messages=USER), 60)
     assert later.choices[0].message.content == "after the hang"
     assert [(r.reply.fault_kind, r.status) for r in model.requests] == [
         (Fault.HANG, None),
