@@ -1,4 +1,5 @@
-"""nox sessions: tests on 3.11/3.12/3.13, lint (ruff), types (mypy), library."""
+"""nox sessions: tests on 3.11/3.12/3.13, unit (the inner loop), docs, lint (ruff), types
+(mypy), library, bench."""
 
 from __future__ import annotations
 
@@ -34,6 +35,21 @@ def tests(session: nox.Session) -> None:
     """The project's tests, two xdist workers (as CI runs them)."""
     session.install("-e", ".[dev]")
     session.run("pytest", "-n", "2", "-q", *session.posargs)
+
+
+@nox.session(python="3.11")
+def unit(session: nox.Session) -> None:
+    """The inner loop: tests/unit (no process started, no verifiers imported)."""
+    session.install("-e", ".[dev]")
+    session.run("pytest", "tests/unit", "-q", *session.posargs)
+
+
+@nox.session(python="3.11")
+def docs(session: nox.Session) -> None:
+    """The docs site, as CI builds it: a broken link or a page left out of the nav fails."""
+    session.install("-e", ".[docs]")
+    session.run("mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp(),
+                "site")), env={"NO_MKDOCS_2_WARNING": "1"})
 
 
 @nox.session(python="3.11")

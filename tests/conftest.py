@@ -1,4 +1,6 @@
-"""Shared test fixtures: where the fixture envs live, verifiers' own fixture envs."""
+"""Shared test fixtures (where the fixture envs live, verifiers' own fixture envs) and the
+tiers' markers: a test is `unit` or `integration` by the folder it is in, so `-m` selects a
+tier whatever the command line names."""
 
 from __future__ import annotations
 
@@ -9,9 +11,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import FIXTURES, ROOT, CheckCache, check_cache_root
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures"
+TIERS = {"unit", "integration"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = item.path.parent.name
+        if tier in TIERS and item.path.parent.parent == ROOT / "tests":
+            item.add_marker(tier)
+
+
+@pytest.fixture(scope="session")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> CheckCache:
+    """Check reports shared by the tests of a session (and its xdist workers)."""
+    return CheckCache(check_cache_root(tmp_path_factory.getbasetemp()))
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,127 @@
-"""What the test tiers share: where the project's parts live."""
+"""What the test tiers share: where the project's parts live, the one way to run the `vfcheck`
+command and read its report, and a cache of check reports.
+
+The cache keys a `vfcheck check` run by its arguments and environment, so tests that read the
+same run (its exit code, output, JSON, JUnit and step summary) share one process per test
+session. Under pytest-xdist the workers share it too: the folder is the session's base
+temp folder, and a file lock per key makes the first worker run it while the others wait."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 SOURCE = ROOT / "vfcheck"
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+
+
+def vfcheck(*args: str, cwd: Path, env: dict[str, str] | None = None,
+            timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """`python -m vfcheck ARGS` as a user runs it: its own process, no stdin."""
+    return subprocess.run(
+        [sys.executable, "-m", "vfcheck", *args], cwd=cwd, capture_output=True, text=True,
+        timeout=timeout, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
+    )
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    """One `vfcheck check ... --json report.json` run: what it printed and wrote."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    folder: Path
+
+    @property
+    def report(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.folder / "report.json").read_text())
+        return data
+
+    @property
+    def envs(self) -> dict[str, dict[str, Any]]:
+        return {env["id"]: env for env in self.report["envs"]}
+
+
+def check_report(*args: str, cwd: Path, env: dict[str, str] | None = None,
+                 timeout: float = 600) -> CheckRun:
+    """`vfcheck check ARGS --json report.json` in `cwd`; the report must be written."""
+    done = vfcheck("check", *args, "--json", str(cwd / "report.json"), cwd=cwd, env=env,
+                   timeout=timeout)
+    assert (cwd / "report.json").exists(), done.stdout[-2000:] + done.stderr[-2000:]
+    return CheckRun(done.returncode, done.stdout, done.stderr, cwd)
+
+
+def by_unit(env: dict[str, Any]) -> dict[tuple[str, int | None], dict[str, Any]]:
+    """An env's findings by (check, task index)."""
+    return {(f["check"], f["task"]["index"] if f["task"] else None): f
+            for f in env["findings"]}
+
+
+class CheckCache:
+    """Check reports keyed by (arguments, environment), each run once per test session.
+
+    A run happens in a folder of its own, its working directory, so relative output paths
+    (`--junit-xml report.xml`, a `GITHUB_STEP_SUMMARY` of `summary.md`) land beside its
+    `report.json`; `cwd=ROOT` runs it in this project instead (its pyproject.toml and golden
+    traces), its output files still in the folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def check(self, *args: str, env: dict[str, str] | None = None,
+              cwd: Path | None = None) -> CheckRun:
+        key = hashlib.sha256(json.dumps([args, sorted((env or {}).items()), str(cwd)])
+                             .encode()).hexdigest()[:16]
+        folder = self.root / key
+        with FileLock(str(self.root / f"{key}.lock")):
+            done = folder / "done.json"
+            if not done.exists():
+                folder.mkdir(parents=True, exist_ok=True)
+                out = {**(env or {})}
+                if cwd is not None:  # relative outputs still go to the folder
+                    out = {k: str(folder / v) if k == "GITHUB_STEP_SUMMARY" else v
+                           for k, v in out.items()}
+                    args = tuple(str(folder / a) if i and args[i - 1] in OUTPUT_FLAGS else a
+                                 for i, a in enumerate(args))
+                run = vfcheck("check", *args, "--json", str(folder / "report.json"),
+                              cwd=cwd or folder, env=out)
+                done.write_text(json.dumps([run.returncode, run.stdout, run.stderr]))
+            returncode, stdout, stderr = json.loads(done.read_text())
+        assert (folder / "report.json").exists(), stdout[-2000:] + stderr[-2000:]
+        return CheckRun(returncode, stdout, stderr, folder)
+
+
+OUTPUT_FLAGS = {"--junit-xml", "--html"}
+
+def basic_check(env: str) -> tuple[str, ...]:
+    """`vfcheck check ENV` of the families vf-validate also has, and one episode: the run
+    that the agreement tests and the CLI's tests read (vfc-echo's once per session)."""
+    return (env, "--path", str(FIXTURES), "--checks", "setup,gold,noop,episode")
+
+
+BROKEN_GOLD = ("vfc-broken-gold", "--path", str(FIXTURES), "--checks", "gold",
+               "--junit-xml", "report.xml")
+"""The gold family on vfc-broken-gold (gold[1] fails, gold[2] skips), with a JUnit file and a
+step summary: what the CLI and terminal-report tests read."""
+BROKEN_GOLD_ENV = {"COLUMNS": "100", "GITHUB_STEP_SUMMARY": "step-summary.md"}
+
+
+def check_cache_root(base: Path) -> Path:
+    """Where a session's cache lives: the base temp folder, which pytest-xdist's workers
+    share as the parent of their own."""
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = root / "vfcheck-checked"
+    folder.mkdir(exist_ok=True)
+    return folder

@@ -464,7 +464,7 @@ def where_given(option: Option, front: Front) -> str:
 
 
 def readme_table() -> str:
-    """The option table of README "Front ends and options" (a test holds them equal)."""
+    """The option table of docs/reference/options.md (a test holds them equal)."""
 
     def flags(words: Sequence[str], option: Option, owner: str | None = None) -> str:
         if not words:

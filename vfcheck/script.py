@@ -1,58 +1,16 @@
 """The script file: what a person writes to tell the scripted model how to answer each task.
 
-The pytest plugin and the CLI both read it. It is TOML::
+Both front ends read it, and `vfcheck record` writes one (a cassette). It is TOML: per task
+(by `index` or `key`) a list of turns, each a reply, tool calls or a fault; `[[default.turn]]`
+for the tasks not listed; the judge's verdict per task or for all; `[[http]]` answers for env
+code's own requests; `fallback = "error"` to refuse what it holds no turn for (vcrpy's
+record mode `none`). The format, field by field: docs/scripts.md.
 
-    seed = 0                        # optional: seed of the generated defaults
-    judge = "positive"              # optional: the verdict of every judge call (default)
-
-    [[task]]                        # one table per scripted task
-    key = "echo-tool:0"             # or `index = 0`: exactly one of them
-    judge = "negative"              # this task's judge calls: positive | negative | garbage,
-                                    # or judge_reply = "raw text" (sent as-is)
-    oracle = "hello world"          # the reference reply of the task, for reward probes
-    [[task.turn]]                   # turn 0 of every session of this task
-    tool = "echo_back"              # a tool call ...
-    arguments = { message = "hello world" }   # ... arguments as a table (default {}), or
-                                    # raw_arguments = "{bad json"  (sent as-is)
-    [[task.turn]]                   # turn 1
-    reply = "<answer>{last_tool_result}</answer>"
-    [[task.turn]]                   # turn 2: a fault
-    fault = "status"                # status | malformed | cut | empty | huge | hang
-    status = 503                    # with "status" only (default 500)
-                                    # `size = N` with "huge" only (default 100000 characters)
-
-    [[default.turn]]                # optional: turns of every task not listed above
-    reply = "hi"
-
-    [[http]]                        # optional: answer env code's own HTTP requests offline
-    url = "https://grader.example.org/v1/grade"   # the URL (query ignored unless given;
-                                    # a trailing `*` matches every URL it starts)
-    method = "POST"                 # optional: any method if left out
-    status = 200                    # optional (default 200)
-    json = { score = 1.0 }          # the body: `json = ...` or `text = "..."`
-
-A turn is one of `reply`, `tool`, `calls` or `fault`; `reply` may also go with `tool` or
-`calls` (the text a model sends alongside its tool calls). `[[task.turn.calls]]` lists
-several tool calls of one turn, each with `tool` and `arguments` or `raw_arguments`.
-`{last_tool_result}` (content of the last tool message) and `{last_user}` (text of the last
-user message) are replaced in `reply` and in the string values of `arguments`, never in
-`raw_arguments`.
-
-Turn N is the session's Nth model request (a retry after a fault is the next turn). A listed
-task plays its turns, then the built-in default policy (call each env tool once, then answer
-the last tool result or echo the user). An unlisted task plays the `[default]` turns if any,
-then the built-in default policy. `[[task.turn]]` always adds to the last `[[task]]` above
-it, even when a `[[default.turn]]` comes in between (TOML's rule). A task listed with no
-turns of its own (only `judge`, `judge_reply` or `oracle`) plays the `[default]` turns.
-
-`fallback = "error"` (top level; `vfcheck record` writes it into its cassettes): a request
-the script holds no turn for is answered with a 404 whose message names the task and the
-turn, instead of the default policy (`fallback = "default"`, the default): vcrpy's record
-mode `none`.
-
-Judge calls (env code calling a judge while it scores an episode: no `X-Session-ID`) never
-play turns: a listed task's `judge` or `judge_reply` answers them, else the top-level
-`judge`, else the scripted model's default verdict, `positive`.
+Turn N is the session's Nth model request (a retry after a fault is the next turn), so a
+script replays the same bytes for the same conversation. A listed task plays its turns,
+then the built-in default policy; `[[task.turn]]` always adds to the last `[[task]]` above
+it, even past a `[[default.turn]]` (TOML's rule). Judge calls never play turns. A broken
+script is one error naming the file, the task, the turn and the problem.
 """
 
 from __future__ import annotations

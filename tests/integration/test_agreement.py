@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import CheckCache, basic_check, check_report
 
 pytest_plugins = ["pytester"]
 
@@ -34,23 +35,29 @@ def findings_of(report: dict[str, Any]) -> str:
 
 
 def vfcheck_check(fixtures_dir: Path, tmp_path: Path, env: str, *extra: str) -> dict[str, Any]:
-    out = tmp_path / f"{env}-cli-{len(list(tmp_path.glob('*-cli-*.json')))}.json"  # one per run
-    done = subprocess.run(
-        [sys.executable, "-m", "vfcheck", "check", env, "--path", str(fixtures_dir),
-         "--json", str(out), *extra],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL,
-    )
+    where = tmp_path / f"{env}-cli-{len(list(tmp_path.glob('*-cli-*')))}"  # one per run
+    where.mkdir()
+    done = check_report(env, "--path", str(fixtures_dir), *extra, cwd=where)
     assert done.returncode in (0, 1), done.stderr[-2000:]
-    report: dict[str, Any] = json.loads(out.read_text())
+    report = done.report
+    report["stderr"] = done.stderr[-2000:]
+    return report
+
+
+def checked_report(checked: CheckCache, env: str) -> dict[str, Any]:
+    """`vfcheck check ENV --checks setup,gold,noop,episode`, run once per test session."""
+    done = checked.check(*basic_check(env))
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    report = done.report
     report["stderr"] = done.stderr[-2000:]
     return report
 
 
 @pytest.mark.slow
 def test_cli_and_plugin_agree_finding_by_finding(
-    pytester: pytest.Pytester, fixtures_dir: Path, tmp_path: Path
+    pytester: pytest.Pytester, fixtures_dir: Path, checked: CheckCache
 ) -> None:
-    cli = vfcheck_check(fixtures_dir, tmp_path, ENV, "--checks", "setup,gold,noop,episode")
+    cli = checked_report(checked, ENV)
     out = pytester.path / "plugin.json"
     result = pytester.runpytest_subprocess(
         "--vf-env", ENV, "--vf-path", str(fixtures_dir), "--vf-checks", "setup,gold,noop,episode",
@@ -80,11 +87,11 @@ def vf_validate(fixtures_dir: Path, out: Path, env: str, *extra: str) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("env", ["vfc-echo", "vfc-broken-gold", "vfc-broken-noop"])
 def test_gold_and_noop_verdicts_match_vf_validate(
-    fixtures_dir: Path, tmp_path: Path, env: str
+    fixtures_dir: Path, tmp_path: Path, env: str, checked: CheckCache
 ) -> None:
     run_dir = vf_validate(fixtures_dir, tmp_path / "validate", env)
     graded = vfcheck_check(fixtures_dir, tmp_path, env, "--from-validate", str(run_dir))
-    ours = vfcheck_check(fixtures_dir, tmp_path, env, "--checks", "gold,noop")
+    ours = checked_report(checked, env)
     checks = {"gold", "noop"}
     assert verdicts(graded, checks) == verdicts(ours, checks), findings_of(ours)
 
@@ -99,6 +106,7 @@ def test_setup_verdicts_match_vf_validate_only_setup(fixtures_dir: Path, tmp_pat
     assert ("setup", 1, "failed") in verdicts(ours)
 
 
+@pytest.mark.slow
 def test_from_validate_rejects_a_broken_run_dir_in_one_line(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()

@@ -170,6 +170,7 @@ def closed_port() -> int:
     return port
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [pytest.param(name, marks=[pytest.mark.slow] if bad.slow
                                                else []) for name, bad in CASES.items()])
 def test_a_bad_input_is_one_line_and_its_exit_code(case: str, tmp_path: Path,

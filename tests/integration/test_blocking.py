@@ -10,18 +10,15 @@ time and the load average (never asserted: the machine is shared).
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import FIXTURES
+from support import FIXTURES, by_unit, check_report
 
 SCORING = {"gold", "noop", "episode", "lifecycle", "preview", "robustness",
            "determinism.replay", "golden"}
@@ -67,29 +64,20 @@ def check_env(env_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
               *extra: str, timeout: int = 10) -> dict[str, Any]:
     """`vfcheck check ENV --timeout 10 [extra]`: its JSON report's env, the wall time
     printed."""
-    report = tmp_path / "vfcheck.json"
     load = os.getloadavg()[0]
     start = time.monotonic()
     args = ["--timeout", str(timeout), *extra]
     if "--checks" not in extra:
         args += ["--checks", CONFORMANCE]
-    done = subprocess.run(
-        [sys.executable, "-m", "vfcheck", "check", env_id, "--path", str(FIXTURES),
-         "--json", str(report), *args],
-        cwd=tmp_path, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+    done = check_report(env_id, "--path", str(FIXTURES), *args, cwd=tmp_path, timeout=900)
     wall = time.monotonic() - start
     with capsys.disabled():
         print(f"\n{env_id}: `vfcheck check {' '.join(args)}` took {wall:.1f}s (load average "
               f"{load:.2f} before, {os.getloadavg()[0]:.2f} after)")
     assert done.returncode == 1, done.stderr[-3000:]
-    (env,) = json.loads(report.read_text())["envs"]
+    (env,) = done.report["envs"]
     assert isinstance(env, dict)
     return env
-
-
-def by_unit(env: dict[str, Any]) -> dict[tuple[str, int | None], dict[str, Any]]:
-    return {(f["check"], f["task"]["index"] if f["task"] else None): f
-            for f in env["findings"]}
 
 
 def not_passed(findings: dict[tuple[str, int | None], dict[str, Any]]) -> str:

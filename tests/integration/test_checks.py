@@ -219,27 +219,6 @@ def test_a_hanging_or_blocking_setup_is_bounded(tmp_path: Path, env_id: str) -> 
     assert starts == 1 if env_id.endswith("hang") else starts >= 2
 
 
-def test_tasks_that_need_a_container_are_not_run_on_the_host() -> None:
-    """`agent_user` makes verifiers run `useradd` in the box: on the host, in the
-    subprocess runtime. Such tasks are skipped, like NEEDS_CONTAINER and images."""
-    from types import SimpleNamespace
-
-    from vfcheck.checks.validate import needs_container
-
-    class Plain:
-        NEEDS_CONTAINER = False
-
-    def task(**data: object) -> object:
-        fields = {"image": None, "agent_user": None, **data}
-        instance = Plain()
-        instance.data = SimpleNamespace(**fields)  # type: ignore[attr-defined]
-        return instance
-
-    assert not needs_container(task())
-    assert needs_container(task(agent_user="vf-agent"))
-    assert needs_container(task(image="python:3.12"))
-
-
 @pytest.mark.slow
 def test_lf_reruns_only_the_failed_item_and_x_stops_at_it(pytester: pytest.Pytester) -> None:
     args = ["--vf-env", "vfc-broken-gold", f"--vf-path={FIXTURES}", "--vf-checks", "gold"]

@@ -54,6 +54,7 @@ def run_child(python: str, cwd: Path, extra_path: str = "") -> subprocess.Comple
                           text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.slow
 def test_a_child_process_is_refused_other_hosts_and_its_attempts_are_logged(
         guarded: Path, tmp_path: Path) -> None:
     done = run_child(sys.executable, tmp_path, str(tmp_path))
@@ -66,6 +67,7 @@ def test_a_child_process_is_refused_other_hosts_and_its_attempts_are_logged(
         "bignum.example.org", 443, "fetch at child_env.py:6", "the process python -m child_env")
 
 
+@pytest.mark.slow
 def test_the_hidden_sitecustomize_still_runs(guarded: Path, tmp_path: Path) -> None:
     theirs = tmp_path / "theirs"
     theirs.mkdir()
@@ -90,9 +92,3 @@ def test_a_python_without_vfcheck_starts_as_it_would_have(guarded: Path,
     assert read_child_attempts(guarded) == []
 
 
-def test_a_log_line_cut_short_by_a_killed_process_is_left_out(tmp_path: Path) -> None:
-    log = tmp_path / "log.jsonl"
-    log.write_text('{"host": "a.example", "port": 1, "code": "c", "process": "p", "pid": 2}\n'
-                   '{"host": "b.exa')
-    assert [a.host for a in read_child_attempts(log)] == ["a.example"]
-    assert read_child_attempts(tmp_path / "missing.jsonl") == []

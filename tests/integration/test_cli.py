@@ -11,18 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import BROKEN_GOLD, BROKEN_GOLD_ENV, CheckCache, basic_check, vfcheck
 
 BIN = Path(sys.executable).parent
 
 
-def vfcheck(*args: str, cwd: Path, env: dict[str, str] | None = None,
-            timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "vfcheck", *args], cwd=cwd, capture_output=True, text=True,
-        timeout=timeout, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
-    )
-
-
+@pytest.mark.slow
 def test_run_plays_the_sample_and_writes_episodes(fixtures_dir: Path, tmp_path: Path) -> None:
     done = vfcheck("run", "vfc-echo", "--path", str(fixtures_dir), "-n", "2", "-r", "2",
                    cwd=tmp_path)
@@ -47,6 +41,7 @@ def test_run_finds_the_installed_uv_without_the_venv_on_path(
     assert json.loads(line)["reward"] == 1.0
 
 
+@pytest.mark.slow
 def test_run_of_an_unknown_env_fails_in_one_line(tmp_path: Path) -> None:
     done = vfcheck("run", "no-such-env-v9", cwd=tmp_path)
     assert done.returncode == 1
@@ -54,6 +49,7 @@ def test_run_of_an_unknown_env_fails_in_one_line(tmp_path: Path) -> None:
     assert line.startswith("vfcheck: env 'no-such-env-v9' failed to load: ModuleNotFoundError")
 
 
+@pytest.mark.slow
 def test_run_with_a_broken_script_is_a_usage_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[[task]]\nindex = 0\n[[task.turn]]\nanswer = 'x'\n")
@@ -62,6 +58,7 @@ def test_run_with_a_broken_script_is_a_usage_error(tmp_path: Path) -> None:
     assert "bad.toml" in done.stderr and "answer" in done.stderr
 
 
+@pytest.mark.slow
 def test_run_of_an_infinite_taskset_without_n(fixtures_dir: Path, tmp_path: Path) -> None:
     done = vfcheck("run", "vfc-infinite", "--path", str(fixtures_dir), cwd=tmp_path)
     assert done.returncode == 1
@@ -105,11 +102,11 @@ def test_mock_server_answers_the_real_vf_eval(
     assert all(r["echoed"]["score"] == 1.0 for r in rewards), rewards
 
 
-def test_check_exit_code_json_and_junit(fixtures_dir: Path, tmp_path: Path) -> None:
-    done = vfcheck("check", "vfc-broken-gold", "--path", str(fixtures_dir), "--checks", "gold",
-                   "--json", "report.json", "--junit-xml", "report.xml", cwd=tmp_path)
+@pytest.mark.slow
+def test_check_exit_code_json_and_junit(checked: CheckCache) -> None:
+    done = checked.check(*BROKEN_GOLD, env=BROKEN_GOLD_ENV)
     assert done.returncode == 1, done.stderr[-2000:]
-    report = json.loads((tmp_path / "report.json").read_text())
+    report = done.report
     assert report["verifiers"] and report["vfcheck"]
     (env,) = report["envs"]
     outcomes = {(f["check"], (f["task"] or {}).get("index")): f["outcome"]
@@ -118,20 +115,21 @@ def test_check_exit_code_json_and_junit(fixtures_dir: Path, tmp_path: Path) -> N
                         ("gold", 1): "failed", ("gold", 2): "skipped"}
     import xml.etree.ElementTree as ET
 
-    suite = ET.parse(tmp_path / "report.xml").getroot().find("testsuite")
+    suite = ET.parse(done.folder / "report.xml").getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "1" and suite.get("skipped") == "1"
     failed = [c.get("name") for c in suite if c.find("failure") is not None]
     assert failed == ["gold[1]"]
     assert "gold[1] FAILED: env 'vfc-broken-gold', task 1 (vfc-echo:ping)" in done.stdout
 
 
-def test_check_passes_with_exit_0_on_a_well_behaved_env(fixtures_dir: Path, tmp_path: Path) -> None:
-    done = vfcheck("check", "vfc-echo", "--path", str(fixtures_dir), "--checks", "setup,noop",
-                   cwd=tmp_path)
+@pytest.mark.slow
+def test_check_passes_with_exit_0_on_a_well_behaved_env(checked: CheckCache) -> None:
+    done = checked.check(*basic_check("vfc-echo"))  # the agreement tests read it too
     assert done.returncode == 0, done.stdout[-2000:]
     assert "verifiers 0.4" in done.stdout  # the header says what ran
 
 
+@pytest.mark.slow
 def test_check_usage_errors_exit_2(tmp_path: Path) -> None:
     assert vfcheck("check", cwd=tmp_path).returncode == 2
     done = vfcheck("check", "vfc-echo", "--checks", "gold,golden-typo", cwd=tmp_path)
@@ -139,6 +137,7 @@ def test_check_usage_errors_exit_2(tmp_path: Path) -> None:
     assert "unknown check family golden-typo" in done.stderr
 
 
+@pytest.mark.slow
 def test_check_reads_tool_vfcheck_from_pyproject(fixtures_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text(
         f'[tool.vfcheck]\npaths = ["{fixtures_dir}"]\nchecks = ["noop"]\nnum_tasks = 1\n')
@@ -149,6 +148,7 @@ def test_check_reads_tool_vfcheck_from_pyproject(fixtures_dir: Path, tmp_path: P
     assert done.returncode == 0
 
 
+@pytest.mark.slow
 def test_list_checks_prints_the_catalogue(tmp_path: Path) -> None:
     done = vfcheck("list-checks", cwd=tmp_path)
     assert done.returncode == 0
@@ -157,6 +157,7 @@ def test_list_checks_prints_the_catalogue(tmp_path: Path) -> None:
         assert family in done.stdout
 
 
+@pytest.mark.slow
 def test_a_bad_env_arg_is_one_line_in_both_front_ends(fixtures_dir: Path, tmp_path: Path) -> None:
     done = vfcheck("check", "vfc-echo", "--env-arg", "no-equals-sign", cwd=tmp_path)
     assert done.returncode == 2
@@ -178,6 +179,7 @@ def test_an_unknown_env_config_key_names_the_key(fixtures_dir: Path, tmp_path: P
     assert "unknown config key" in load["message"] and "phrasez" in load["message"]
 
 
+@pytest.mark.slow
 def test_the_header_replay_line_runs_the_same_checks_in_both_front_ends(
     fixtures_dir: Path, tmp_path: Path
 ) -> None:
@@ -203,13 +205,3 @@ def test_the_header_replay_line_runs_the_same_checks_in_both_front_ends(
             ) in plugin.stdout.splitlines()
 
 
-def test_the_check_report_names_each_roles_tier_and_why() -> None:
-    from vfcheck.findings import EnvReport
-    from vfcheck.frontends.report import tier_summary
-
-    tiers = [{"role": "agent", "tier": "fast", "harness": "vfcheck-chat",
-              "reason": "replaces 'bash'; the tools run in the env's tool servers"}]
-    assert tier_summary(EnvReport(id="vfc-tool", harness="fast", tiers=tiers)) == (
-        "vfc-tool tiers: agent fast (vfcheck-chat: replaces 'bash'; the tools run in the "
-        "env's tool servers)")
-    assert tier_summary(EnvReport(id="x", harness="fast")) is None

@@ -13,7 +13,6 @@ from vfcheck.checks.hook_types import (
     SCORE_RULE,
     STOP_RULE,
     explain_error,
-    number_problem,
     probe,
     untouched_trace,
 )
@@ -61,9 +60,3 @@ def test_verifiers_errors_are_read_back_as_the_returned_value_and_the_rule() -> 
     assert explain_error("RuntimeError: fixture: setup cannot reach its database") is None
 
 
-def test_numbers_and_mappings_of_numbers_are_rewards() -> None:
-    assert number_problem(1) is None and number_problem(0.5) is None
-    assert number_problem(True) is None  # float(True) is 1.0: verifiers' own idiom
-    assert number_problem({"a": 1.0, "b": 0}) is None
-    assert number_problem("1.0") == "'1.0' (str)"  # verifiers coerces it silently
-    assert number_problem({"a": 1.0, "why": "ok"}) == "a mapping whose 'why' is 'ok' (str)"

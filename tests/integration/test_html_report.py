@@ -316,12 +316,3 @@ def test_pytest_vf_html_writes_the_report_and_the_step_summary(
     assert "| vfc-echo | 0 | 0 | 2 | 0 | 0 |" in summary and "| episode |  | `.` |" in summary
 
 
-def test_details_of_an_unexpected_shape_cost_one_part_not_the_page() -> None:
-    odd = {"check": "episode", "family": "episode", "task": {"index": 0, "key": "k"},
-           "outcome": "passed", "message": "ok",
-           "details": {"episode": {"traces": [{"trace": "not a record"}]}}}
-    fine = {"check": "load", "family": "load", "task": None, "outcome": "passed",
-            "message": "env 'x': 1 task(s)", "details": {}}
-    page = render_html({"envs": [{"id": "x", "findings": [fine, odd]}]})
-    assert "vfcheck could not draw this part (AttributeError" in page
-    assert "env &#x27;x&#x27;: 1 task(s)" in page and page.rstrip().endswith("</html>")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import check_report
 
 from vfcheck.checks import BY_ID
 
@@ -30,16 +31,12 @@ def live_pids_running(command: str) -> list[int]:
 
 
 def check(tmp_path: Path, envs: list[str], paths: list[Path], *args: str) -> tuple[int, Any]:
-    out = tmp_path / "report.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "vfcheck", "check", *envs,
-         *[w for p in paths for w in ("--path", str(p))], *args, "--json", str(out)],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL,
-    )
-    assert out.exists(), done.stderr[-2000:]
-    return done.returncode, json.loads(out.read_text())
+    done = check_report(*envs, *[w for p in paths for w in ("--path", str(p))], *args,
+                        cwd=tmp_path)
+    return done.returncode, done.report
 
 
+@pytest.mark.slow
 def test_an_orphan_is_adopted_reported_and_killed() -> None:
     """`sh -c 'sleep 3600 &'`: sh exits at once, and the orphaned sleep would belong to init;
     a subreaper keeps it in view (`leftovers`), and `stop` kills it. sh may exit before its
@@ -68,6 +65,7 @@ def test_an_orphan_is_adopted_reported_and_killed() -> None:
 
 
 
+@pytest.mark.slow
 def test_a_tool_server_left_running_is_named_as_verifiers_tool_server() -> None:
     """A leftover started the way verifiers' subprocess runtime starts a toolset's server
     (`python -m <module>`, `VF_CONFIG` and `VF_STATE_URL` in its environment) is named as
@@ -103,6 +101,7 @@ def test_a_tool_server_left_running_is_named_as_verifiers_tool_server() -> None:
     assert finding.details["tool_servers"] == [server.pid]
 
 
+@pytest.mark.slow
 def test_without_a_subreaper_the_finding_names_what_it_could_not_see() -> None:
     """Where the worker is no subreaper (macOS; here: before it asks), orphans leave its tree
     unseen: the verdict says so instead of passing silently, and says nothing once it is."""

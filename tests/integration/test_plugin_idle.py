@@ -7,6 +7,7 @@ import pytest
 pytest_plugins = ["pytester"]
 
 
+@pytest.mark.slow
 def test_plugin_is_registered_and_imports_nothing_heavy(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
@@ -27,6 +28,7 @@ def test_plugin_is_registered_and_imports_nothing_heavy(pytester: pytest.Pyteste
     result.assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 def test_plugin_can_be_disabled(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
@@ -38,6 +40,7 @@ def test_plugin_can_be_disabled(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 def test_import_vfcheck_is_light() -> None:
     import subprocess
     import sys

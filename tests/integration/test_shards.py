@@ -1,62 +1,35 @@
-"""Shards and `vfcheck merge`: the partition of env ids (`vfcheck.shards`), the `--shard`
+"""Shards and `vfcheck merge`: the `--shard`
 and `--vf-shard` usage errors, a shard with no env, and merge's refusals and verdicts.
 Merge runs on reports written here: it never needs an env."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import FIXTURES
-
-from vfcheck.shards import Shard
+from support import FIXTURES, vfcheck
 
 pytest_plugins = ["pytester"]
 
 
-
-def vfcheck(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "vfcheck", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
-
-
-@pytest.mark.parametrize("count", range(1, 9))
-def test_shards_partition_the_env_ids_in_balanced_parts(count: int) -> None:
-    for n in range(0, 30):
-        envs = [f"env-{(i * 7) % 30:02d}" for i in range(n)]
-        parts = [Shard(k, count).pick(envs) for k in range(1, count + 1)]
-        assert sorted(e for part in parts for e in part) == sorted(envs)  # each env once
-        assert {len(part) for part in parts} <= {n // count, -(-n // count)}
-        # the same split whatever order (or repeats) the ids were given in
-        shuffled = list(reversed(envs)) + envs[:2]
-        assert [Shard(k, count).pick(shuffled) for k in range(1, count + 1)] == parts
-
-
-@pytest.mark.parametrize("text", ["0/3", "4/3", "1/0", "x", "2", "-1/2", "1/2/3"])
-def test_a_shard_outside_1_to_n_is_refused(text: str) -> None:
-    with pytest.raises(ValueError, match="K"):
-        Shard.parse(text)
-    assert Shard.parse(" 2/3 ") == Shard(2, 3)
-
-
+@pytest.mark.slow
 def test_cli_shard_usage_error_is_one_line_exit_2(tmp_path: Path) -> None:
     done = vfcheck("check", "vfc-echo", "--shard", "4/3", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr == "vfcheck: error: --shard: '4/3': shard K of N needs 1 <= K <= N\n"
 
 
+@pytest.mark.slow
 def test_pytest_shard_usage_error_exits_4(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--vf-env", "vfc-echo", "--vf-shard", "0/2")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--vf-shard: '0/2': shard K of N needs 1 <= K <= N*"])
 
 
+@pytest.mark.slow
 def test_an_empty_shard_passes_saying_so_and_writes_its_report(tmp_path: Path) -> None:
     report = tmp_path / "shard-3.json"
     done = vfcheck("check", "vfc-echo", "vfc-many", "--shard", "3/3", "--json", str(report),
@@ -68,6 +41,7 @@ def test_an_empty_shard_passes_saying_so_and_writes_its_report(tmp_path: Path) -
     assert data["shard"] == {"index": 3, "count": 3, "of": ["vfc-echo", "vfc-many"]}
 
 
+@pytest.mark.slow
 def test_pytest_empty_shard_is_one_skipped_item(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(
         "--vf-env", "vfc-echo", "--vf-env", "vfc-many", "--vf-shard", "3/3",
@@ -99,6 +73,7 @@ def write(path: Path, envs: list[dict[str, Any]], shard: tuple[int, int] | None 
     return path
 
 
+@pytest.mark.slow
 def test_merge_joins_shards_with_checks_verdict_and_keeps_the_workers(tmp_path: Path) -> None:
     of = ["a", "b", "c"]
     one = write(tmp_path / "1.json", [env("a", finding("load", "passed")),
@@ -120,6 +95,7 @@ def test_merge_joins_shards_with_checks_verdict_and_keeps_the_workers(tmp_path: 
     assert vfcheck("merge", str(passing), cwd=tmp_path).returncode == 0
 
 
+@pytest.mark.slow
 def test_merge_refuses_what_would_not_be_one_honest_report(tmp_path: Path) -> None:
     of = ["a", "b"]
     one = write(tmp_path / "1.json", [env("a", finding("load", "passed"))], (1, 2), of)

@@ -9,27 +9,13 @@ before can help."""
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
-
-from vfcheck.episodes.harness_deps import dependency_problem
-from vfcheck.options import resolve_options
-
-NO_INDEX = "the harness program could not resolve its dependencies: no package index is reachable"
-
-
-def vfcheck(*args: str, cwd: Path, env: dict[str, str] | None = None,
-            timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "vfcheck", *args], cwd=cwd, capture_output=True, text=True,
-        timeout=timeout, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL,
-    )
+from support import vfcheck
+from unit.test_wheels import NO_INDEX
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +115,7 @@ def test_check_takes_wheels_from_pyproject_and_without_them_errors_in_one_line(
     assert "\n" not in episode["message"] and "--wheels DIR" in episode["message"]
 
 
+@pytest.mark.slow
 def test_a_missing_wheel_folder_is_a_usage_error_in_one_line(tmp_path: Path) -> None:
     for command in ("run", "check"):
         done = vfcheck(command, "vfc-echo", "--wheels", "nowhere", cwd=tmp_path)
@@ -138,39 +125,3 @@ def test_a_missing_wheel_folder_is_a_usage_error_in_one_line(tmp_path: Path) -> 
             f"(fill it with: vfcheck wheels {tmp_path / 'nowhere'})"]
 
 
-def test_wheels_in_pyproject_are_relative_to_it_and_replayed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (tmp_path / "wheelhouse").mkdir()
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "pyproject.toml").write_text('[tool.vfcheck]\nwheels = "wheelhouse"\n')
-    monkeypatch.chdir(tmp_path / "sub")
-    options = resolve_options(tmp_path / "sub")
-    assert options.wheels == str(tmp_path / "wheelhouse")
-    # one word for pytest: it would take a second one for a test path (its rootdir moves)
-    assert options.replay_args(pytest=True)[-1:] == [f"--vf-wheels={tmp_path / 'wheelhouse'}"]
-    (tmp_path / "pyproject.toml").write_text('[tool.vfcheck]\nwheels = "gone"\n')
-    with pytest.raises(ValueError, match=r"pyproject.toml: \[tool.vfcheck\] wheels: the wheel "
-                                         r"folder .*gone does not exist"):
-        resolve_options(tmp_path / "sub")
-
-
-def test_only_an_unreachable_index_is_diagnosed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """uv's output as verifiers wraps it (`runtimes/base.py:prepare_uv_script`)."""
-    monkeypatch.delenv("VFCHECK_WHEELS", raising=False)
-    head = "HarnessError: harness setup: RuntimeError: failed to prepare uv script: error: "
-    offline = head + ("Request failed after 3 retries in 5.3s\n  cause: Failed to fetch: "
-                      "https://pypi.org/simple/httpx2/\n  cause: tcp connect error\n"
-                      "  cause: Connection refused (os error 111)")
-    unsatisfiable = head + ("No solution found when resolving script dependencies:\n  cause: "
-                            "Because there is no version of nope==9 ...")
-    problem = dependency_problem(["AgentError: unrelated", offline])
-    assert problem is not None and problem.startswith(
-        f"{NO_INDEX} (uv: Failed to fetch: https://pypi.org/simple/httpx2/ — Connection "
-        "refused (os error 111)); give it a local wheel folder with --wheels DIR")
-    assert dependency_problem([unsatisfiable]) is None  # the env's own harness: its finding
-    monkeypatch.setenv("VFCHECK_WHEELS", "/w")
-    under_wheels = dependency_problem([unsatisfiable])
-    assert under_wheels is not None and under_wheels.startswith(
-        "the harness program could not resolve its dependencies from the wheel folder /w "
-        "(uv: No solution found when resolving script dependencies — Because there is no ")

@@ -36,6 +36,7 @@ def sleeper(cwd: Path | None = None) -> subprocess.Popen[bytes]:
                             start_new_session=True)
 
 
+@pytest.mark.slow
 def test_owned_moves_home_keeps_the_real_caches_and_leaves_nothing(work_root: Path) -> None:
     home = os.environ.get("HOME")
     with workdirs.owned() as folder:
@@ -56,6 +57,7 @@ def test_owned_moves_home_keeps_the_real_caches_and_leaves_nothing(work_root: Pa
     assert os.environ.get("HOME") == home and workdirs.DIR_VAR not in os.environ
 
 
+@pytest.mark.slow
 def test_sweep_releases_dead_owners_dirs_and_spares_live_ones(work_root: Path) -> None:
     gone = subprocess.Popen(["true"])
     gone.wait()

@@ -74,18 +74,6 @@ def test_workers_on_this_machine_leave_the_checks_to_the_controller(
     assert {f["outcome"] for env in report["envs"] for f in env["findings"]} == {"passed"}
 
 
-@pytest.mark.parametrize(("spec", "here"), [
-    ("popen", True), ("3*popen", True), ("popen//python=python3.12", True),
-    ("popen//chdir=elsewhere", True), ("ssh=ci@build-2//python=python3", False),
-    ("socket=192.168.1.102:8888", False), ("2*popen//via=proxy", False),
-])
-def test_a_tx_spec_names_whether_its_workers_run_on_this_machine(spec: str,
-                                                                  here: bool) -> None:
-    from vfcheck.frontends.xdist_spread import on_this_machine
-
-    assert on_this_machine(spec) is here
-
-
 @pytest.mark.slow
 def test_a_dist_that_splits_an_envs_items_leaves_the_checks_to_the_controller(
     pytester: pytest.Pytester,

@@ -2,7 +2,7 @@
 
 Importing this package registers every family, in report order (`vfcheck.checks.registry`
 holds the registry; a family module registers its checks with `@check(...)`). The registry
-is what `vfcheck list-checks` prints, what the README's catalogue is generated from, and what
+is what `vfcheck list-checks` prints, what the docs' catalogue is generated from, and what
 the worker runs. Nothing here imports verifiers.
 """
 

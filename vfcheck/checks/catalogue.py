@@ -1,8 +1,8 @@
-"""The check catalogue as the README prints it, rendered from the registry.
+"""The check catalogue as the docs print it, rendered from the registry.
 
-`vfcheck list-checks --markdown` prints it; the README holds the same table between
-`<!-- checks:start -->` and `<!-- checks:end -->`, and a test keeps the two equal, so the
-docs cannot drift from the checks that run.
+`vfcheck list-checks --markdown` prints it; docs/reference/checks.md holds the same table
+between `<!-- checks:start -->` and `<!-- checks:end -->`, and a test keeps the two equal,
+so the docs cannot drift from the checks that run.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def markdown_table(specs: Iterable[CheckSpec]) -> str:
 
 
 def readme_block(text: str) -> str | None:
-    """The catalogue table a README holds between the markers (None: no markers)."""
+    """The catalogue table a page holds between the markers (None: no markers)."""
     if START not in text or END not in text:
         return None
     return text.split(START, 1)[1].split(END, 1)[0].strip()

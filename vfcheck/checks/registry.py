@@ -5,7 +5,7 @@
     async def gold(ctx: CheckContext, task: Any) -> Finding: ...
 
 The worker runs whatever is registered (`REGISTRY.units`, `spec.run`) and names no family;
-the front ends read the same specs (`vfcheck list-checks`, the README catalogue, pytest
+the front ends read the same specs (`vfcheck list-checks`, the docs' catalogue, pytest
 items), so a check exists in exactly one place: its family's module. Registration order is
 report order. Nothing here imports verifiers.
 """

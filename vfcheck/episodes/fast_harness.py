@@ -1,22 +1,21 @@
 """The fast tier: verifiers' own chat program, run in the host process.
 
 The `null` and `bash` harnesses run verifiers' bundled chat program
-(`harnesses/utils/launch.py`, `CHAT_PROGRAM_SOURCE`) as a uv script in a subprocess: ~1.4 s
-an episode for a chat env, ~6.5 s for a tool env, mostly the program's start. `Harness.launch`'s
-contract (`verifiers/v1/harness.py`, "The interception is the contract, not the process")
-lets a harness run its loop in-process as long as every model call goes through the
-interception `endpoint` with the rollout `secret`. This harness executes that same program
-source in a module namespace of its own (it is inert on import: its entry point is behind
-`__main__`) and does what the program's `main()` does with the arguments the replaced
-harness would pass, then drives its `run_chat_loop`: the requests, retries, stream parsing,
-MCP client and tool gate are verifiers' own, and traces and notifies are real.
+(`harnesses/utils/launch.py`, `CHAT_PROGRAM_SOURCE`) as a uv script in a subprocess, whose
+start is most of an episode's cost. `Harness.launch`'s contract (`verifiers/v1/harness.py`,
+"The interception is the contract, not the process") lets a harness run its loop in-process
+as long as every model call goes through the interception `endpoint` with the rollout
+`secret`. This harness executes that same program source in a module namespace of its own
+(it is inert on import: its entry point is behind `__main__`), does what the program's
+`main()` does with the arguments the replaced harness would pass, then drives its
+`run_chat_loop`: the requests, retries, stream parsing, MCP client and tool gate are
+verifiers' own, and traces and notifies are real.
 
-Tools: the task's tool servers are verifiers' own, started by the rollout as for any
-harness; their `mcp_urls` reach this harness as they reach a program's `--mcp-config`.
+Tools run in the task's own tool servers, started by the rollout as for any harness.
 Mirroring `bash` offers its `bash`/`edit` tools and its system prompt, so the model sees the
 same request on both tiers; the built-ins are offered, never run here (the host is not the
-runtime): a call to one answers "unknown tool", and a script that calls one keeps the role on
-the env tier (`vfcheck.episodes.tiers.role_tiers`).
+runtime), and a script that calls one keeps the role on the env tier
+(`vfcheck.episodes.tiers.role_tiers`).
 
 Importing this module imports verifiers; it is loaded only by verifiers' harness loader.
 """

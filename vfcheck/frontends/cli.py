@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     list_checks = sub.add_parser("list-checks", help="print the check catalogue")
     list_checks.add_argument("--markdown", action="store_true",
-                             help="print it as the README's Markdown table")
+                             help="print it as the docs' Markdown table")
 
     wheels = sub.add_parser(
         "wheels", help="download the harness programs' dependencies into a wheel folder, "

@@ -3,9 +3,9 @@
 The probe families (`reward.*`, `exploit.*`, `judge.*`) put the rewards they read into
 their findings' details (`probes`: probe name -> reward). This module folds them into one
 table per env: a row per probe policy, a column per sampled task, so a reader sees at a
-glance which replies earn what (README: "Reading the probe table"), followed by the notes
-that make its cells readable: the format each task's oracle was played in, the labels each
-judge was answered in, and why a `-` cell was not scored.
+glance which replies earn what (docs/reward-probes.md: "Reading the probe table"), followed
+by the notes that make its cells readable: the format each task's oracle was played in, the
+labels each judge was answered in, and why a `-` cell was not scored.
 """
 
 from __future__ import annotations

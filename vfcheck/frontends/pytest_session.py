@@ -1,22 +1,13 @@
 """The pytest front end's state: one `VfcheckSession` on `config`, one collector per env,
 one item per check and task, reading the findings that the supervised check workers write.
 
-Process roles:
-- without xdist, this process owns the run: it starts one supervised worker per env at
-  session start (so verifiers' import overlaps collection) and stops them at the end;
-- under `pytest -n N` with a `--dist` mode that keeps an env's items on one xdist worker
-  (`loadscope`, which the plugin chooses when the user did not, or `loadfile`) and a
-  worker on another machine (or `--vf-spread=workers`: `spreads_envs`), the envs
-  are spread: the controller only loads each env to learn its items (a plan-only check
-  worker); the xdist workers read the plans from its event logs or, on another machine,
-  get them in `workerinput` (`pytest_configure_node`); each env is checked on the xdist
-  worker that runs its items, and the workers send their env reports back at their end
-  (`workeroutput`) for the controller's JSON report;
-- with every worker on this machine, or under other `--dist` modes (`load`, `loadgroup`,
-  `worksteal`, `each`: an env's items on several workers), the controller checks every
-  env and hands the run directory to the
-  xdist workers, which only read the event logs, so an env's work is done once.
-Nothing here imports verifiers.
+Who checks an env: without xdist, this process (one supervised worker per env, started at
+session start so that verifiers' import overlaps collection). Under `pytest -n N` with a
+`--dist` that keeps an env's items on one xdist worker and a worker on another machine (or
+`--vf-spread=workers`: `spreads_envs`), the controller only loads each env to learn its
+items and each env is checked on the xdist worker that runs them; the reports come back in
+`workeroutput`. Otherwise the controller checks every env once and the xdist workers only
+read its event logs. Nothing here imports verifiers.
 """
 
 from __future__ import annotations

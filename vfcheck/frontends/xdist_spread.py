@@ -30,8 +30,8 @@ def spreads_envs(config: pytest.Config, policy: str = "auto") -> bool:
     `--dist` that keeps them on one worker, unless `policy` (the `spread` option) says
     `controller`, or says `auto` and every worker runs on this machine. Workers here share
     the controller's cores, which its `envs_at_once` slots already fill, and each of them
-    would load its envs a second time (the controller loads every env to learn its items):
-    measured on 2 cores, 4 envs took 0.79x as long with `-n 0` as spread over `-n 2`."""
+    would load its envs a second time (the controller loads every env to learn its items),
+    so spreading over local workers is slower than not (bench/README.md, section spread)."""
     if hasattr(config, "workerinput"):
         return bool(config.workerinput.get(SPREAD_KEY))
     tx = list(getattr(config.option, "tx", None) or [])

@@ -1,26 +1,11 @@
 """Trace normalisation: what golden traces store and what the determinism check compares.
 
 `normalize_trace` builds a compact *view* of `Trace.to_record()` and then applies the named
-scrubbing `RULES`. A view rather than a scrubbed raw dump, because most of the dump is not
-the env's behaviour and would make every golden churn for reasons an env author cannot act
-on: per-token streams (`token_ids`, `logprobs`, ...) are empty or model-specific, `usage` and
-the agent config belong to the model and the harness tier, and `verifiers.version` moves with
-every upgrade. The view keeps what an env decides or a reviewer must see change:
-
-- `id`: the trace id, kept so that its occurrences elsewhere map to the same `<id:1>`;
-- `task`: type, key and data (null and empty fields pruned: verifiers' defaults);
-- `agent`: the agent's name (its role) and harness id;
-- `tools`: the tool names offered (`namespace.name`);
-- `messages`: every message node in commit order: role, content, reasoning, tool calls
-  (id, name, arguments), tool results (`tool_call_id`, `name`); `parent` only where the
-  graph branches (a node whose parent is not the node before it);
-- `calls`: per model call its node, finish reason and error;
-- `stop_condition`, `is_completed`, `is_timeout`, `ok`, `rewards`, `metrics`, `info`,
-  `root_reply`;
-- `errors`: type, message and status code (tracebacks dropped: they name files and lines
-  of the installed packages);
-- `timing`: each stage's start and end, so that a skipped stage (0.0) stays visible;
-- `notify`: the notify labels, when the log is given (labels only, not times).
+scrubbing `RULES`, to a fixed point. A view rather than a scrubbed raw dump, because most of
+the dump is not the env's behaviour and would make every golden churn for reasons an env
+author cannot act on (token streams, usage, the agent config, verifiers' version); the view
+keeps what an env decides or a reviewer must see change. What it keeps and what each rule
+replaces: docs/golden.md.
 
 Nothing here imports verifiers: the input is the JSON record.
 """
@@ -42,7 +27,7 @@ JsonPath = tuple[str | int, ...]
 
 @dataclass(frozen=True)
 class Rule:
-    """One named scrubbing step over a JSON tree (the README lists `RULES`)."""
+    """One named scrubbing step over a JSON tree (docs/golden.md lists `RULES`)."""
 
     name: str
     description: str

@@ -1,0 +1,65 @@
+"""The check registry is the one place a check exists: the catalogue and `vfcheck list-checks
+--markdown` come from it, and units are computed from it."""
+
+from __future__ import annotations
+
+import pytest
+from support import DOCS, README
+
+from vfcheck.checks import CATALOGUE, FAMILIES, REGISTRY
+from vfcheck.checks.catalogue import markdown_table, readme_block
+from vfcheck.checks.registry import CheckSpec, Registry, check
+
+
+def test_the_checks_reference_page_is_the_registry() -> None:
+    block = readme_block((DOCS / "reference" / "checks.md").read_text())
+    assert block is not None, "docs/reference/checks.md lost its <!-- checks:start/end --> markers"
+    assert block == markdown_table(CATALOGUE), (
+        "docs/reference/checks.md drifted from the registry; regenerate the block between its "
+        "markers with `vfcheck list-checks --markdown`")
+
+
+def test_the_readme_names_every_family_once() -> None:
+    """The README's one line per family: `- `family`: ...`, in the registry's order."""
+    lines = [line for line in README.read_text().splitlines() if line.startswith("- `")]
+    named = [line.split("`")[1] for line in lines]
+    assert named == list(FAMILIES), "README's family lines should be, in order: " + ", ".join(
+        FAMILIES)
+
+
+def test_every_check_is_a_registered_function_with_a_full_spec() -> None:
+    assert [spec.id for spec in REGISTRY] == [spec.id for spec in CATALOGUE]
+    for spec in CATALOGUE:
+        assert spec.fn is not None and spec.fn.__module__.startswith("vfcheck.checks.")
+        assert spec.contract and spec.fails_when and spec.why, spec.id
+        assert spec.deadline(60.0) > 0
+    assert CATALOGUE[0].phase == "load"
+    assert FAMILIES[0] == "load" and FAMILIES[-1] == "hygiene"
+
+
+def test_units_are_computed_in_one_place() -> None:
+    units = REGISTRY.units(["gold", "episode"], tasks=[0, 1, 2], sample=[0])
+    assert units == [("load", None), ("gold", 0), ("gold", 1), ("gold", 2), ("episode", 0)]
+    everything = REGISTRY.units(None, tasks=[0, 1], sample=[1])
+    assert ("hygiene.processes", None) in everything and ("setup", 1) in everything
+    assert ("episode", 0) not in everything  # episodes run on the sample only
+
+
+def test_an_unknown_family_is_named_with_the_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"unknown check family nope; known: load, "):
+        REGISTRY.select(["nope"])
+
+
+def test_a_new_family_is_one_registered_function() -> None:
+    """Registering into a registry needs nothing but the decorated function (the module
+    registers into the process-wide REGISTRY the same way)."""
+    registry = Registry()
+
+    async def fn(ctx: object, task: object) -> object:
+        raise AssertionError("not run here")
+
+    registry.register(CheckSpec("x.y", "x", "sample", "c", "f", "w", fn=fn))  # type: ignore[arg-type]
+    assert registry.families == ("x",)
+    assert registry.units(None, tasks=[0, 1], sample=[1]) == [("x.y", 1)]
+    with pytest.raises(ValueError, match="registered twice"):
+        check("load", family="load", scope="env", contract="c", fails_when="f", why="w")(fn)  # type: ignore[arg-type]
