@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,13 +24,18 @@ from vfcheck.episodes.recorder import STAGES
 
 ADDRESS = "tcp://127.0.0.1:0"
 """Loopback, on a port the OS picks (the server reads back the one it bound)."""
-START_WAIT = 30.0
-"""Seconds the server gets to answer its first `health` request."""
+START_WAIT = 120.0
+"""Seconds the server gets to answer its first `health` request: it answers once inside
+`env.serving()`, which starts the taskset's shared tool servers (an interpreter each, which
+a loaded machine makes slow)."""
 REPLY_WAIT = 5.0
 """Seconds the server gets to answer a `CancelRequest` (it answers at once: a dict lookup)."""
 END_WAIT = 15.0
 """Seconds a cancelled rollout gets to end (the run's reply): its runtime and harness
 program stop as verifiers stops them, which a loaded machine makes slow."""
+BIND_WAIT = 10.0
+"""Seconds the scripted model holds a served run's first request for the delta that binds
+its trace (delivered by ZMQ's I/O thread, which a loaded machine can starve)."""
 
 
 class ServeMissing(Exception):
@@ -191,6 +196,8 @@ class ServedEnv:
         self._start_lock = asyncio.Lock()
         self._clients: list[Any] = []
         self._shared_client: Any | None = None
+        self._in_flight = 0
+        """Served runs under way: while there are, an unbound session is one of theirs."""
 
     @property
     def address(self) -> str:
@@ -270,6 +277,25 @@ class ServedEnv:
             self.server.frontend.close()
             self.server.ctx.term()
 
+    @contextlib.contextmanager
+    def _running(self, runner: Any) -> Iterator[None]:
+        """A served run under way: the scripted model holds the first request of a session
+        not bound yet until its trace's first delta binds it (`BIND_WAIT` at most)."""
+        model = runner.model
+        if model is not None and model.await_binding is None:
+            async def await_binding(session_id: str) -> None:
+                loop = asyncio.get_running_loop()
+                until = loop.time() + BIND_WAIT
+                while self._in_flight and model.task_for(session_id) is None \
+                        and loop.time() < until:
+                    await asyncio.sleep(0.005)
+            model.await_binding = await_binding
+        self._in_flight += 1
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+
     async def play(self, runner: Any, bind: Bind, task: Any, *, timeout: float,
                    policy: Any = None) -> ServedPlay:
         """Play `task` through the server with `EnvClient.run`, bounded by `timeout`."""
@@ -277,9 +303,9 @@ class ServedEnv:
         play = ServedPlay()
         assembly = Assembling(binder(bind, task, policy, play.trace_ids))
         try:
-            play.episode = await asyncio.wait_for(
-                self.shared_client().run(*request_args(runner, task), on_delta=assembly.see),
-                timeout)
+            with self._running(runner):
+                play.episode = await asyncio.wait_for(self.shared_client().run(
+                    *request_args(runner, task), on_delta=assembly.see), timeout)
         except TimeoutError:
             play.unfinished = True
             play.error = (f"the env server at {self.address} did not answer the run within "
@@ -300,7 +326,8 @@ class ServedEnv:
         assembly = Assembling(binder(bind, task, policy, opened))
         client = self.client()  # its own: the one run in flight on it is the one to cancel
         try:
-            result = await self._cancel(client, assembly, runner, task, wait)
+            with self._running(runner):
+                result = await self._cancel(client, assembly, runner, task, wait)
             result.unbound = unbound(runner, opened)
             return result
         finally:
