@@ -142,15 +142,22 @@ def test_a_served_play_that_differs_or_errs_fails_naming_the_field_and_the_error
     assert "traces[0].ok: true -> false" in observed
 
 
-def test_a_nondeterministic_env_is_not_compared_unless_the_served_play_errs() -> None:
-    outcome, observed, _ = episode_verdict(trace(1.0, metrics={"r": 0.1}),
-                                           trace(1.0, metrics={"r": 0.7}),
-                                           trace(1.0, metrics={"r": 0.4}), [], 2)
-    assert outcome == "skipped"
-    assert "two in-process plays differ (traces[0].metrics.r: 0.1 -> 0.7)" in observed
+def test_what_moves_between_in_process_plays_is_not_compared() -> None:
+    outcome, observed, diff = episode_verdict(trace(1.0, metrics={"r": 0.1}),
+                                              trace(1.0, metrics={"r": 0.7}),
+                                              trace(1.0, metrics={"r": 0.4}), [], 2)
+    assert (outcome, diff) == ("passed", [])
+    assert observed.endswith("; not compared: traces[0].metrics.r, which differ between two "
+                             "in-process plays)")
+    outcome, observed, diff = episode_verdict(trace(1.0, metrics={"r": 0.1}),
+                                              trace(1.0, metrics={"r": 0.7}),
+                                              trace(0.0, metrics={"r": 0.4}), [], 2)
+    assert outcome == "skipped" and diff == ["traces[0].rewards.echoed.score: 1.0 -> 0.0"]
+    assert "two in-process plays differ at traces[0].metrics.r" in observed
     assert observed.endswith("(see determinism.replay[2])")
     outcome, observed, _ = episode_verdict(trace(1.0, metrics={"r": 0.1}),
                                            trace(1.0, metrics={"r": 0.7}),
-                                           trace(1.0, metrics={"r": 0.4}), ["EnvError: x"], 2)
-    assert (outcome, observed) == (
-        "failed", "the served rollout recorded EnvError: x, which the in-process play did not")
+                                           trace(0.0, metrics={"r": 0.4}), ["EnvError: x"], 2)
+    assert outcome == "failed"
+    assert observed.startswith("the served rollout recorded EnvError: x, which the in-process "
+                               "play did not; the served trace differs")

@@ -308,8 +308,8 @@ async def served_data(ctx: CheckContext, task: Any) -> Finding:
     "in-process trace after normalisation (a diff names the message and field), the served "
     "rollout records an error the in-process one did not, the server answers the run with an "
     "error or the deltas do not assemble (its text), or no answer comes within the timeout. "
-    "Skipped as blocked when `served.data` fails on the task, and when two in-process plays "
-    "differ (not deterministic: see `determinism.replay`) unless the served rollout errs",
+    "Skipped as blocked when `served.data` fails on the task. What differs between two "
+    "in-process plays (a latency metric) is not compared",
     why="training plays the env through a server; an episode that differs there trains on "
     "something else",
 )
@@ -348,27 +348,33 @@ def episode_verdict(ours: list[Any], twice: list[Any], theirs: list[Any],
                     new_errors: list[str], index: int) -> tuple[Outcome, str, list[str]]:
     """The outcome and what was observed, given the normalised traces of two in-process
     plays (`ours`, `twice`) and the served one, and the errors only the served play
-    recorded. An env whose own plays differ is not compared (the served play could differ
-    for the same cause), unless the served rollout errs where neither in-process play did."""
-    from vfcheck.traces.normalize import trace_diff
+    recorded. What differs between the two in-process plays (a latency metric) is not
+    compared; if the served play differs elsewhere while the env is not deterministic, it
+    could be the same cause: not a verdict, unless the served rollout errs."""
+    from vfcheck.traces.normalize import trace_changes
 
-    moved = trace_diff({"traces": ours}, {"traces": twice})
-    diff = trace_diff({"traces": ours}, {"traces": theirs})
+    moved = {path for path, _, _ in trace_changes({"traces": ours}, {"traces": twice})}
+    diff = [f"{path}: {was} -> {now}" for path, was, now
+            in trace_changes({"traces": ours}, {"traces": theirs}) if path not in moved]
     problems = [f"the served rollout recorded {e}, which the in-process play did not"
                 for e in new_errors[:2]]
-    if diff and not moved:
+    if diff and (problems or not moved):
         problems.append("the served trace differs from the in-process one after "
                         f"normalisation: {'; '.join(diff[:SHOWN_CHANGES])}"
                         + (f" (+{len(diff) - SHOWN_CHANGES} more)" if len(diff) > SHOWN_CHANGES
                            else ""))
     if problems:
         return "failed", "; ".join(problems), diff
-    if moved:
-        return ("skipped", f"the env is not deterministic: two in-process plays differ "
-                f"({'; '.join(moved[:2])}), so its served play is not compared with them (see "
-                f"determinism.replay[{index}])", diff)
+    unstable = ", ".join(sorted(moved)[:3]) + (f" (+{len(moved) - 3} more)" if len(moved) > 3
+                                               else "")
+    if diff:
+        return ("skipped", f"the env is not deterministic (two in-process plays differ at "
+                f"{unstable}) and the served play differs elsewhere too ({'; '.join(diff[:2])}), "
+                f"which may be the same cause: not compared (see determinism.replay[{index}])",
+                diff)
     return "passed", f"the episode equals the in-process one ({len(theirs)} trace(s), " \
-                     "normalised)", diff
+                     "normalised" + (f"; not compared: {unstable}, which differ between two "
+                                     "in-process plays" if moved else "") + ")", diff
 
 
 def served_errors(episode: Any) -> list[str]:
