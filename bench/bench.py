@@ -369,6 +369,41 @@ class Bench:
         self.row("vfc-echo: every family / without reward, exploit, judge", a, b,
                  target="<= 1.3")
 
+    def served(self) -> None:
+        """What the `served` family adds to `vfcheck check vfc-echo` (every family vs every
+        family but `served`; target <= 1.25), and `served.data`'s own work (the env's
+        `EnvServer` built and every task sent through the wire, timed inside a child that
+        imported verifiers first, as the check worker has) against the whole check (target
+        <= 0.05)."""
+        print("\n## 2d. the served family's cost on vfc-echo", flush=True)
+        from vfcheck.checks import FAMILIES
+
+        env = child_env()
+        chk = [str(BIN / "vfcheck"), "check", "vfc-echo", "--path", str(FIXTURES),
+               "--allow", "vfc-echo::exploit.echo-prompt=echoing is the task",
+               "--allow", "vfc-echo::exploit.answer-spam=a lenient substring reward"]
+        without = ",".join(f for f in FAMILIES if f != "served")
+        full, rest = self.measure(
+            [
+                ("vfcheck check (every family)", lambda r: (chk, env, self.fresh("served"))),
+                ("vfcheck check (without served)",
+                 lambda r: ([*chk, "--checks", without], env, self.fresh("no-served"))),
+            ],
+            self.args.repeat,
+        )
+        self.row("vfc-echo: every family / without served", full, rest, target="<= 1.25")
+        data = Side("served.data's own work (in a child)", [PY, "-c", SERVED_DATA])
+        for rep in range(self.args.repeat):
+            s = run(data.argv, env=env, cwd=self.fresh("served-data"), timeout=self.args.timeout)
+            said = [x for x in s.tail.splitlines() if x.startswith("served.data seconds ")]
+            s.seconds = float(said[-1].split()[-1]) if said and s.rc == 0 else None
+            s.cpu = None  # the child's CPU is mostly its verifiers import: not this work's
+            data.samples.append(s)
+            print(f"  [{rep + 1}/{self.args.repeat}] {data.label:<42} "
+                  f"{s.seconds if s.seconds is not None else 'failed'} rc={s.rc}", flush=True)
+        self.row("vfc-echo: served.data's own work / vfcheck check (every family)", data, full,
+                 target="<= 0.05", note="its work timed inside the child, after the import")
+
     # -- 3 ---------------------------------------------------------------------------------
     def run_vs_eval(self) -> None:
         n, r, c = 3, 4, self.args.concurrency
@@ -708,6 +743,28 @@ class Bench:
         return "\n".join(head)
 
 
+SERVED_DATA = f"""
+import asyncio, time, types
+from vfcheck.episodes.offline import prepare_process_env
+prepare_process_env([{str(FIXTURES)!r}])
+import verifiers.v1
+from vfcheck.checks.served import judge_wire
+from vfcheck.episodes.runner import load_env, load_tasks
+from vfcheck.episodes.served import ServedEnv
+env, _ = load_env("vfc-echo")
+tasks = load_tasks(env, None)
+async def main():
+    start = time.perf_counter()
+    async with ServedEnv.open(env) as served:
+        for task in tasks:
+            judge_wire(types.SimpleNamespace(env=env), task, served)
+    print("served.data seconds", time.perf_counter() - start)
+asyncio.run(main())
+"""
+"""`served.data`'s work on vfc-echo as the check worker does it: the env's `EnvServer`
+built (its refusals are findings), then every task through the wire and compared."""
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -733,7 +790,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--only",
-        default="idle,check,phases,probes,run,scaling,spread,tools",
+        default="idle,check,phases,probes,served,run,scaling,spread,tools",
         help="sections to run (comma-separated; default all)",
     )
     args = ap.parse_args(argv)
@@ -769,6 +826,8 @@ def main(argv: list[str] | None = None) -> int:
             b.phases()
         if "probes" in only:
             b.probes()
+        if "served" in only:
+            b.served()
         if "run" in only:
             b.run_vs_eval()
         if "scaling" in only:

@@ -125,7 +125,9 @@ def test_api_hooks_and_the_eval_contract_hold(raw: list[Finding]) -> None:
     api = [f for f in raw if f.family == "api"]
     assert {"api.Env.run_slot", "api.Trace.watch", "api.PendingTurn.abandon",
             "api.validate._run_check", "api.WireTrace", "api.eval.serve_flag",
-            "api.eval.hint_logged", "api.eval.hint_dashboard"} <= {f.check for f in api}
+            "api.eval.hint_logged", "api.eval.hint_dashboard", "api.serve.EnvServer",
+            "api.serve.EnvClient.run", "api.serve.EnvClient._request"} <= {
+                f.check for f in api}
     assert all(f.outcome == "passed" for f in api), [f.message for f in api if f.bad]
     assert "--serve" in by_check(raw)["api.eval.serve_flag"].message
 
@@ -241,9 +243,49 @@ async def _reproduce_cancel() -> None:
     assert log.events[-1].label == "preview"
 
 
+async def _reproduce_served_cancel() -> None:
+    """verifiers' own server and client, nothing of vfcheck's between them but the mock: the
+    client's run is cancelled (its fire-and-forget CancelRequest) once a preview arrived."""
+    from verifiers.v1.serve import EnvClient, EnvServer
+    from verifiers.v1.serve.delta import EpisodeAssembly
+
+    from vfcheck.episodes.runner import EnvRunner, load_tasks
+    from vfcheck.model import Reply, ScriptedModel, fixed
+
+    model = ScriptedModel(fixed(Reply.fault("hang")))
+    assembly, deltas = EpisodeAssembly(), []
+    async with EnvRunner.open(PROBE_ENV, paths=[str(BUNDLED_ENVS)], model=model) as runner:
+        task = load_tasks(runner.env, 1)[0]
+        server = EnvServer(runner.env.config, address="tcp://127.0.0.1:0")
+        serving = asyncio.ensure_future(server.run())
+        client = EnvClient(server.address)
+        await client.wait_for_server_startup(timeout=30, interval=0.05)
+        ctx = runner.ctx
+        run = asyncio.ensure_future(client.run(
+            ctx.client, ctx.model, ctx.sampling, task.data.model_dump(mode="json"),
+            on_delta=lambda d: (deltas.append(d), assembly.apply(d))))
+        for _ in range(1500):
+            if any(t["pending"] for t in assembly.traces.values()):
+                break
+            await asyncio.sleep(0.02)
+        sent = len(deltas)
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
+        await asyncio.sleep(2.0)  # the server aborts the rollout; nothing more is sent
+        await client.close()
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+    assert sent and len(deltas) == sent
+    (trace,) = assembly.traces.values()
+    assert trace["pending"]  # the cancelled request's preview, for good
+
+
 PREVIEW_REPRODUCTIONS = {
     "preview.agent_timeout.agent_end": _reproduce_agent_end,
     "preview.cancel.notified": _reproduce_cancel,
+    "served.cancel.assembled": _reproduce_served_cancel,
 }
 
 
@@ -331,3 +373,19 @@ def test_front_ends_library_cli_and_plugin(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL)
     assert plugin.returncode == 0, plugin.stdout[-3000:]
     assert f"{len(expected)} xfailed" in plugin.stdout.splitlines()[-1]
+
+
+def test_a_missing_serve_hook_skips_the_served_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verifiers.v1.serve.client import EnvClient
+
+    from vfcheck.library.api import hook_findings
+    from vfcheck.library.served import SERVED_CHECKS, served_findings
+    from vfcheck.library.suite import served_gap
+
+    monkeypatch.delattr(EnvClient, "_request")
+    findings, missing = hook_findings("0.3.9")
+    assert by_check(findings)["api.serve.EnvClient._request"].outcome == "failed"
+    played = asyncio.run(served_findings(PROBE_ENV, [BUNDLED_ENVS], served_gap(missing)))
+    assert [f.check for f in played] == list(SERVED_CHECKS)
+    assert all(f.outcome == "skipped" and "0.3.9 lacks EnvClient._request" in f.message
+               for f in played)

@@ -30,8 +30,10 @@ def test_every_check_has_a_fixture_that_makes_it_fail() -> None:
     failing |= {"golden.unused"}  # under strict: tests/test_golden.py
     from .test_network import BREAKS as NETWORK_BREAKS
     from .test_reward_probes import BREAKS
+    from .test_served import BREAKS as SERVED_BREAKS
 
     failing |= {check for units in BREAKS.values() for check, _ in units}
+    failing |= {check for units in SERVED_BREAKS.values() for check, _ in units}
     failing |= {check for units in NETWORK_BREAKS.values() for check, _ in units}
     missing = [spec.id for spec in CATALOGUE if spec.id not in failing]
     assert missing == [], f"no fixture breaks {missing}"

@@ -15,7 +15,7 @@ from vfcheck.checks.registry import REGISTRY, CheckSpec, Scope, Unit, check
 
 FAMILY_MODULES: tuple[str, ...] = (
     "load", "validate", "episode", "lifecycle", "preview", "robustness", "replay", "golden",
-    "reward", "exploit", "judge", "hygiene", "network",
+    "reward", "exploit", "judge", "served", "hygiene", "network",
 )
 """The family modules under `vfcheck.checks`, in report order: importing one registers its
 checks. A new family is one module here, its fixture env and its test."""

@@ -159,6 +159,11 @@ class EpisodeLab:
         async with QUEUE_CLOCK.slot(self._gate):
             return await runner.play(task, timeout=self.timeout, on_trace=assign)
 
+    def slot(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """One of the lab's episode slots, for an episode played by other means (through an
+        env server): it counts against the same cores and stops the same deadlines."""
+        return QUEUE_CLOCK.slot(self._gate)
+
     async def first_play(self, task: Any) -> Any:
         index = task.data.idx
         if index not in self._plays:

@@ -83,6 +83,12 @@ def _no_serve_block() -> str | None:
     return "EvalConfig has a `serve` field" if "serve" in fields else None
 
 
+def _cancel_request() -> str | None:
+    request = _attr("verifiers.v1.serve.types:CancelRequest")
+    fields = getattr(request, "model_fields", {})
+    return None if "request_id" in fields else "CancelRequest has no request_id field"
+
+
 @dataclass(frozen=True)
 class Hook:
     check: str
@@ -94,6 +100,7 @@ class Hook:
 
 
 TRACE = "verifiers.v1.trace:Trace"
+SERVE = "verifiers.v1.serve"
 HOOKS: tuple[Hook, ...] = (
     Hook("api.Env.run_slot", "Env.run_slot(on_trace=)",
          lambda: _params("verifiers.v1.env:Env.run_slot", "slot", "ctx", "on_trace"),
@@ -125,8 +132,24 @@ HOOKS: tuple[Hook, ...] = (
          _episode_assembly, "env servers assemble episodes with it"),
     Hook("api.eval.serve_block", "an eval config without a `serve` block", _no_serve_block,
          "serving envs is prime-rl's job; vf-eval runs in-process"),
+    Hook("api.serve.EnvServer", "EnvServer(config, address) and its _build_task(task_data)",
+         lambda: _params(f"{SERVE}.server:EnvServer", "config", "address")
+         or _params(f"{SERVE}.server:EnvServer._build_task", "task_data"),
+         "the served checks build verifiers' own server and rebuild tasks as it does"),
+    Hook("api.serve.EnvClient.run",
+         "EnvClient.run(client, model, sampling, task_data, on_delta)",
+         lambda: _coroutine(f"{SERVE}.client:EnvClient.run", "client", "model", "sampling",
+                            "task_data", "on_delta"),
+         "served.episode plays each task through it and sees its deltas"),
+    Hook("api.serve.EnvClient._request",
+         "EnvClient._request(request, response_type, timeout) and a CancelRequest(request_id)",
+         lambda: _coroutine(f"{SERVE}.client:EnvClient._request", "request", "response_type",
+                            "timeout") or _cancel_request(),
+         "served.cancel sends the CancelRequest and waits for the server's answer"),
 )
 LIFECYCLE_NEEDS = ("api.Env.run_slot", "api.Trace.watch", "api.Trace.notify")
+SERVED_NEEDS = ("api.serve.EnvServer", "api.serve.EnvClient.run", "api.serve.EnvClient._request",
+                "api.serve.EpisodeAssembly")
 PREVIEW_NEEDS = (*LIFECYCLE_NEEDS, "api.Trace.pending", "api.Trace.preview",
                  "api.Trace.clear_preview", "api.PendingTurn.abandon")
 

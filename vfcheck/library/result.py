@@ -12,7 +12,7 @@ from typing import Any
 
 from vfcheck.findings import Finding, Outcome
 
-LIBRARY_FAMILIES: tuple[str, ...] = ("usage", "api", "lifecycle", "preview")
+LIBRARY_FAMILIES: tuple[str, ...] = ("usage", "api", "lifecycle", "preview", "served")
 
 
 def library_env_id(version: str | None) -> str:

@@ -44,6 +44,7 @@ async def collect(*, fixtures: Path | None = None, env_id: str | None = None,
     from vfcheck.library.api import eval_findings, hook_findings
     from vfcheck.library.clis import CliRuns, console_scripts, observe_clis
     from vfcheck.library.scenarios import scenario_findings
+    from vfcheck.library.served import served_findings
     from vfcheck.library.usage import usage_findings
 
     version = verifiers_version()
@@ -60,6 +61,7 @@ async def collect(*, fixtures: Path | None = None, env_id: str | None = None,
         try:
             hooks, missing = await asyncio.to_thread(hook_findings, version)
             played = await scenario_findings(env_id, paths, missing)
+            played += await served_findings(env_id, paths, served_gap(missing))
             runs = await clis if clis is not None else None
         finally:
             if clis is not None and not clis.done():
@@ -70,6 +72,13 @@ async def collect(*, fixtures: Path | None = None, env_id: str | None = None,
         usage = usage_findings(console_scripts(), runs)
         api_eval = eval_findings(runs)
     return [*usage, *hooks, *api_eval, *played]
+
+
+def served_gap(missing: dict[str, str]) -> str | None:
+    """Why the served checks cannot run on this verifiers (a hook they need is missing)."""
+    from vfcheck.library.api import SERVED_NEEDS
+
+    return next((missing[c] for c in SERVED_NEEDS if c in missing), None)
 
 
 def baseline_for(version: str | None, baseline_file: Path | None) -> Baseline | None:

@@ -15,7 +15,7 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import NoReturn
 
 from vfcheck.model.judges import default_judge_policy, render_verdict
@@ -77,6 +77,10 @@ class ScriptedModelCore:
         self._bound: dict[str, TaskRef] = {}
         self._episodes: dict[str, EpisodeRef] = {}
         self._model_ids: dict[str, None] = {model_id: None}
+        self.await_binding: Callable[[str], Awaitable[None]] | None = None
+        """Awaited before answering an agent turn of a session nobody has bound yet: a served
+        run binds its traces from the server's first delta, which may trail the first model
+        request (`vfcheck.episodes.served`); a runner in this process binds at mint."""
 
     # -- state
 
@@ -146,6 +150,10 @@ class ScriptedModelCore:
         lowered = {name.lower(): value for name, value in headers.items()}
         session_id = lowered.get(SESSION_ID_HEADER.lower())
         if session_id is not None:
+            with self._lock:
+                unbound = session_id not in self._bound
+            if unbound and self.await_binding is not None:
+                await self.await_binding(session_id)
             with self._lock:
                 episode = self._episodes.get(session_id)
             task = self.task_for(session_id)

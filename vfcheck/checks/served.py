@@ -1,0 +1,471 @@
+"""`served.data`, `served.episode`, `served.cancel`: the env behaves the same when an env
+server serves it as it does in-process.
+
+Trainers serve envs (`verifiers.v1.serve`: `EnvServer`/`EnvClient`, what prime-rl scales
+through), and the served path is other code: the server never calls `load()`, rebuilds each
+task from its wire data into the taskset's declared types, and streams the traces back as
+deltas. `served.data` sends every task through the wire as the server does (no episode);
+`served.episode` plays the sample through a real server on loopback and compares the
+assembled episode with the in-process play; `served.cancel` cancels a served run
+mid-request. The server and its runs live in `vfcheck.episodes.served`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from vfcheck.checks.context import CheckContext
+from vfcheck.checks.lab import agent_fault, episode_lab, unfinished_plays
+from vfcheck.checks.registry import check
+from vfcheck.findings import Finding, Outcome
+
+WHY = "training serves the env; a task that does not survive the wire trains on something else"
+ABSENT = "(absent)"
+SHOWN_CHANGES = 6
+"""Changes named in a message; the details hold them all."""
+PLAYS = 2
+"""Plays of a served run at most: a second one when the first's model requests were
+answered before its trace was bound to the task (`ServedPlay.unbound`)."""
+
+
+class Change(NamedTuple):
+    """One difference between the in-process task and the served one."""
+
+    path: str
+    """`data.prompt`, `data type`, `Task class`, `config.max_turns`, `key`."""
+    before: str
+    after: str
+    why: str = ""
+
+
+# -- pure: what differs, and how a message says it
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """`value` as a message shows it: its repr, cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def same(before: Any, after: Any) -> bool:
+    """Equal and of one type (a tuple that comes back a list differs); NaN equals NaN."""
+    if type(before) is not type(after):
+        return False
+    if isinstance(before, float) and math.isnan(before) and math.isnan(after):
+        return True
+    with contextlib.suppress(Exception):
+        if before == after:
+            return True
+    return repr(before) == repr(after)
+
+
+def pair(before: Any, after: Any) -> tuple[str, str]:
+    """Both values shown; two long strings as a window around their first difference."""
+    if isinstance(before, str) and isinstance(after, str) and max(len(before), len(after)) > 60:
+        from vfcheck.traces.normalize import trace_changes
+
+        (_, was, now), *_ = trace_changes(before, after) or [("", shown(before), shown(after))]
+        return was, now
+    was, now = shown(before), shown(after)
+    if was == now or type(before) is not type(after):
+        was, now = f"{was} ({type(before).__name__})", f"{now} ({type(after).__name__})"
+    return was, now
+
+
+def fields_of(data: Any) -> dict[str, Any]:
+    """A pydantic model's field values (`exclude=True` ones too) and its extras."""
+    values = {name: getattr(data, name) for name in type(data).model_fields}
+    return {**values, **(getattr(data, "model_extra", None) or {})}
+
+
+def excluded_fields(data_type: type) -> set[str]:
+    return {name for name, info in getattr(data_type, "model_fields", {}).items()
+            if info.exclude}
+
+
+def data_changes(before: Any, after: Any) -> list[Change]:
+    """How the served task's data (`after`) differs from the in-process one (`before`):
+    each field that changed, vanished or appeared, and the data type."""
+    changes = []
+    if type(before) is not type(after):
+        changes.append(Change("data type", type(before).__name__, type(after).__name__,
+                              "the server builds the taskset's declared data type"))
+    was, now = fields_of(before), fields_of(after)
+    declared = set(type(after).model_fields)
+    excluded = excluded_fields(type(before))
+    for name in [*was, *(n for n in now if n not in was)]:
+        path = f"data.{name}"
+        if name not in now:
+            changes.append(Change(path, shown(was[name]), ABSENT,
+                                  f"{type(after).__name__} has no such field"))
+        elif name not in was:
+            changes.append(Change(path, ABSENT, shown(now[name])))
+        elif not same(was[name], now[name]):
+            why = "excluded from the dump: exclude=True" if name in excluded else (
+                "" if name in declared else "an extra field")
+            changes.append(Change(path, *pair(was[name], now[name]), why))
+    return changes
+
+
+def config_changes(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
+    """The task config's differences (both dumped), field by field."""
+    from vfcheck.traces.normalize import trace_changes
+
+    why = "the server wraps every task in the taskset's config.task"
+    return [Change(f"config.{path}" if path != "(root)" else "config", was, now, why)
+            for path, was, now in trace_changes(before, after)]
+
+
+def describe(changes: Sequence[Change]) -> str:
+    """`data.prompt '...' in-process, '...' served (why); ...` for the first changes."""
+    parts = [f"{c.path} {c.before} in-process, {c.after} served" + (f" ({c.why})" if c.why
+                                                                   else "")
+             for c in changes[:SHOWN_CHANGES]]
+    more = len(changes) - SHOWN_CHANGES
+    return "; ".join(parts) + (f"; +{more} more (details.changes)" if more > 0 else "")
+
+
+def validation_problems(error: Any, sent: dict[str, Any] | None) -> str:
+    """A pydantic ValidationError as `data.answer: Field required (sent: (absent))`."""
+    errors = getattr(error, "errors", None)
+    if not callable(errors):
+        return str(error)
+    parts = []
+    for e in errors():
+        loc = ".".join(str(p) for p in e.get("loc") or ())
+        value = (sent or {}).get(str((e.get("loc") or ("",))[0]), ABSENT) if loc else ABSENT
+        parts.append(f"data.{loc}: {e.get('msg')} (sent: "
+                     f"{value if value == ABSENT else shown(value)})" if loc
+                     else str(e.get("msg")))
+    return "; ".join(parts)
+
+
+def run_problem(reply: str, end_wait: float) -> str | None:
+    """What is wrong with how the server answered a cancelled run (None: the cancellation)."""
+    if reply == "cancelled":
+        return None
+    if reply == "episode":
+        return ("the rollout did not end on the cancel: the server went on and answered the run "
+                "with a finished episode instead of the cancellation")
+    if reply.startswith("error: "):
+        return ("the run was answered with an error instead of the cancellation: "
+                + reply.removeprefix("error: "))
+    return f"the rollout had not ended {end_wait:g}s after the cancel ({reply})"
+
+
+# -- the served env of a run, and each task through the wire
+
+
+def missing_serve() -> str | None:
+    """`verifiers X lacks Y`, when the served checks cannot run on this verifiers."""
+    from vfcheck.compat import lacks_message
+    from vfcheck.episodes.served import serve_missing
+
+    missing = serve_missing()
+    return f"{lacks_message([missing])}, which the served checks need" if missing else None
+
+
+async def served_env(ctx: CheckContext) -> Any:
+    """The run's `ServedEnv`: verifiers' `EnvServer` for the loaded env (or its refusal)."""
+    async def opener(ctx: CheckContext, stack: contextlib.AsyncExitStack) -> Any:
+        from vfcheck.episodes.served import ServedEnv
+
+        return await stack.enter_async_context(ServedEnv.open(ctx.env))
+
+    return await ctx.shared("served_env", opener)
+
+
+class WireVerdict(NamedTuple):
+    problems: list[str]
+    changes: list[Change]
+    sent: dict[str, Any] | None
+
+
+def wire_verdict(ctx: CheckContext, task: Any, served: Any) -> WireVerdict:
+    """What goes wrong when `task` crosses the wire (memoised: `served.episode` skips a task
+    whose data does not survive it)."""
+    return ctx.memo(f"served.wire.{task.data.idx}", lambda: judge_wire(ctx, task, served))
+
+
+def judge_wire(ctx: CheckContext, task: Any, served: Any) -> WireVerdict:
+    from vfcheck.episodes.served import declared_types, one_line, through_the_wire
+
+    try:
+        task_cls, data_cls, _ = declared_types(ctx.env)
+    except Exception as e:  # noqa: BLE001 - the reason is the finding
+        return WireVerdict([f"the taskset's declared Task or data type cannot be had "
+                            f"({type(ctx.env.taskset).__name__}.task_type().data_type() "
+                            f"raised {one_line(e)}): the server rebuilds every task with them"],
+                           [], None)
+    problems = []
+    if served.refusal:
+        problems.append(f"the env server refuses the taskset: {served.refusal}")
+    trip = through_the_wire(task, served.server, ctx.env)
+    route = (f"model_dump(mode='json') → msgpack → {data_cls.__name__}.model_validate → "
+             f"{task_cls.__name__} → msgpack back")
+    if trip.error is not None:
+        where = {"dump": "its data does not dump to JSON (model_dump(mode='json'))",
+                 "encode": "verifiers' msgpack encoder refuses its dump",
+                 "validate": f"its dump does not validate as the declared data type "
+                             f"{data_cls.__name__}",
+                 "build": f"the declared Task class {task_cls.__name__} cannot wrap it",
+                 "stream": "the server cannot stream it back on the trace (`serve/delta.py` "
+                           "dumps the task data in python mode, then verifiers' msgpack "
+                           "encoder refuses it)"}
+        said = validation_problems(trip.exception, trip.sent) if trip.step == "validate" \
+            else trip.error
+        problems.append(f"through the wire ({route}) {where[trip.step]}: {said}")
+        return WireVerdict(problems, [], trip.sent)
+    served_task: Any = trip.task
+    changes = data_changes(task.data, served_task.data)
+    if type(task) is not type(served_task):
+        changes.insert(0, Change("Task class", type(task).__name__, type(served_task).__name__,
+                                 f"the taskset declares {task_cls.__name__}"))
+    with contextlib.suppress(Exception):  # a config that does not dump is the server's too
+        changes += config_changes(task.config.model_dump(mode="json"),
+                                  served_task.config.model_dump(mode="json"))
+    try:
+        keys = str(task.key), str(served_task.key)
+    except Exception as e:  # noqa: BLE001 - a key that raises when served is a change
+        keys = str(task.key), f"raises {one_line(e)}"
+    if keys[0] != keys[1]:
+        changes.append(Change("key", shown(keys[0]), shown(keys[1])))
+    if changes:
+        problems.append(f"through the wire ({route}) the task comes out different: "
+                        f"{describe(changes)}")
+    return WireVerdict(problems, changes, trip.sent)
+
+
+def blocked_by_wire(ctx: CheckContext, task: Any, served: Any) -> str | None:
+    """Why a served episode of `task` shows nothing new: no server, or data that does not
+    survive the wire (`served.data` reports it)."""
+    if served.refusal:
+        return (f"blocked — the env server refuses the taskset, so nothing was played "
+                f"through it (see served.data[{task.data.idx}])")
+    verdict = wire_verdict(ctx, task, served)
+    if verdict.problems:
+        return (f"blocked — the task does not survive the wire, so its served episode differs "
+                f"for that cause (see served.data[{task.data.idx}])")
+    return None
+
+
+def bind_to(lab: Any) -> Any:
+    """A `Bind` on the lab's scripted model and policy router."""
+    from vfcheck.model import TaskRef
+
+    model, router = lab.runner.model, lab.router
+
+    def bind(trace_id: str, task: Any, policy: Any) -> None:
+        if model is not None:
+            model.bind(trace_id, TaskRef(task.data.idx, str(task.key)))
+        if policy is not None:
+            router.assigned[trace_id] = policy
+
+    return bind
+
+
+# -- the checks
+
+
+@check(
+    "served.data", family="served", scope="task", budget=1.0, runs=(),
+    contract="the task survives the wire as an env server rebuilds it: its data, data type, "
+    "Task class, config and key come out equal to the in-process task's",
+    fails_when="the task's data sent as trainers send it (`model_dump(mode=\"json\")`, msgpack "
+    "with verifiers' encoder) and rebuilt as `EnvServer` rebuilds it (the taskset's declared "
+    "data type's `model_validate`, then its declared Task class) differs from the in-process "
+    "task: a field changed, vanished or failed to validate (the message names each, with both "
+    "values), or the data type, Task class, config or key differ; the server could not stream "
+    "the data back on its traces (verifiers' encoder refuses a field: named); `EnvServer` "
+    "refuses the taskset (its words: an `exclude=True` field); or the declared Task or data "
+    "type cannot be had. No episode is played",
+    why=WHY,
+)
+async def served_data(ctx: CheckContext, task: Any) -> Finding:
+    if (missing := missing_serve()) is not None:
+        return ctx.finding("served.data", task, "skipped", missing)
+    served = await served_env(ctx)
+    verdict = wire_verdict(ctx, task, served)
+    details = {"changes": [list(c) for c in verdict.changes], "sent": verdict.sent}
+    if verdict.problems:
+        return ctx.finding("served.data", task, "failed", "; ".join(verdict.problems),
+                           **details)
+    return ctx.finding("served.data", task, "passed",
+                       "the task survives the wire: data, types, config and key unchanged",
+                       **details)
+
+
+@check(
+    "served.episode", family="served", scope="sample", budget=3.5,
+    contract="the task played through an env server gives the in-process play's trace "
+    "(normalised) and records no error the in-process play did not",
+    fails_when="played through verifiers' `EnvServer` on 127.0.0.1 with `EnvClient.run` (the "
+    "same script, mock and offline config), the assembled `WireEpisode` differs from the "
+    "in-process trace after normalisation (a diff names the message and field), the served "
+    "rollout records an error the in-process one did not, the server answers the run with an "
+    "error or the deltas do not assemble (its text), or no answer comes within the timeout. "
+    "Skipped as blocked when `served.data` fails on the task. What differs between two "
+    "in-process plays (a latency metric) is not compared",
+    why="training plays the env through a server; an episode that differs there trains on "
+    "something else",
+)
+async def served_episode(ctx: CheckContext, task: Any) -> Finding:
+    from vfcheck.episodes.served import as_streamed
+    from vfcheck.traces.normalize import normalize_trace
+
+    if (missing := missing_serve()) is not None:
+        return ctx.finding("served.episode", task, "skipped", missing)
+    served = await served_env(ctx)
+    if (blocked := blocked_by_wire(ctx, task, served)) is not None:
+        return ctx.finding("served.episode", task, "skipped", blocked)
+    lab = await episode_lab(ctx)
+    local, again = await lab.both_plays(task)  # shared with determinism.replay and golden
+    if (stopped := unfinished_plays([local, again], task.data.idx)) is not None:
+        return ctx.finding("served.episode", task, "failed", stopped)
+    play = await play_served(ctx, lab, served, task)
+    where = "played through verifiers' EnvServer on loopback"
+    if play.unbound:
+        return ctx.finding("served.episode", task, "error",
+                           f"{where}, the scripted model answered the run before its first "
+                           f"delta tied it to the task, {PLAYS} times: nothing to compare")
+    if play.error is not None:
+        return ctx.finding("served.episode", task, "failed", f"{where}, the run failed: "
+                           f"{play.error}", episode=local.record(ctx.env_id))
+    ours, twice = ([normalize_trace(as_streamed(t)) for t in r.traces] for r in (local, again))
+    theirs = [normalize_trace(t.to_record()) for t in play.episode.traces]
+    known = {*local.errors(), *again.errors()}
+    new_errors = [e for e in served_errors(play.episode) if e not in known]
+    outcome, observed, diff = episode_verdict(ours, twice, theirs, new_errors, task.data.idx)
+    return ctx.finding("served.episode", task, outcome, f"{where}, {observed}", diff=diff,
+                       served=theirs, in_process=ours, address=served.address)
+
+
+def episode_verdict(ours: list[Any], twice: list[Any], theirs: list[Any],
+                    new_errors: list[str], index: int) -> tuple[Outcome, str, list[str]]:
+    """The outcome and what was observed, given the normalised traces of two in-process
+    plays (`ours`, `twice`) and the served one, and the errors only the served play
+    recorded. What differs between the two in-process plays (a latency metric) is not
+    compared; if the served play differs elsewhere while the env is not deterministic, it
+    could be the same cause: not a verdict, unless the served rollout errs."""
+    from vfcheck.traces.normalize import trace_changes
+
+    moved = {path for path, _, _ in trace_changes({"traces": ours}, {"traces": twice})}
+    diff = [f"{path}: {was} -> {now}" for path, was, now
+            in trace_changes({"traces": ours}, {"traces": theirs}) if path not in moved]
+    problems = [f"the served rollout recorded {e}, which the in-process play did not"
+                for e in new_errors[:2]]
+    if diff and (problems or not moved):
+        problems.append("the served trace differs from the in-process one after "
+                        f"normalisation: {'; '.join(diff[:SHOWN_CHANGES])}"
+                        + (f" (+{len(diff) - SHOWN_CHANGES} more)" if len(diff) > SHOWN_CHANGES
+                           else ""))
+    if problems:
+        return "failed", "; ".join(problems), diff
+    unstable = ", ".join(sorted(moved)[:3]) + (f" (+{len(moved) - 3} more)" if len(moved) > 3
+                                               else "")
+    if diff:
+        return ("skipped", f"the env is not deterministic (two in-process plays differ at "
+                f"{unstable}) and the served play differs elsewhere too ({'; '.join(diff[:2])}), "
+                f"which may be the same cause: not compared (see determinism.replay[{index}])",
+                diff)
+    return "passed", f"the episode equals the in-process one ({len(theirs)} trace(s), " \
+                     "normalised" + (f"; not compared: {unstable}, which differ between two "
+                                     "in-process plays" if moved else "") + ")", diff
+
+
+def served_errors(episode: Any) -> list[str]:
+    """Every error a served episode recorded, as `Type: message` lines (as
+    `EpisodeResult.errors` writes them)."""
+    found = [f"{e.type}: {e.message}" for e in episode.errors]
+    for trace in episode.traces:
+        found += [f"{e.type}: {e.message}" for e in trace.errors]
+    return found
+
+
+async def play_served(ctx: CheckContext, lab: Any, served: Any, task: Any) -> Any:
+    """The task's served play (a second one when the first was not bound in time)."""
+    play = None
+    for _ in range(PLAYS):
+        async with lab.slot():
+            play = await served.play(lab.runner, bind_to(lab), task, timeout=lab.timeout)
+        if not play.unbound:
+            break
+    return play
+
+
+@check(
+    "served.cancel", family="served", scope="sample", budget=2.0, extra_seconds=45.0,
+    contract="a served run cancelled mid-request (`CancelRequest`) is answered, its rollout "
+    "ends with the cancellation, and the env leaves the client no preview",
+    fails_when="cancelled with a `CancelRequest` while a model request hangs, the server does "
+    "not answer the cancel within 5 s, the run is not answered with the cancellation within "
+    "15 s (the rollout goes on to a finished episode, ends in another error, or never ends), or "
+    "a delta after the cancel still previews a message. A preview verifiers itself leaves "
+    "(0.4.0 sends no delta after a cancelled rollout) is named in the message as the library's "
+    "finding (`vfcheck library`: `served.cancel.assembled`)",
+    why="trainers cancel served runs they no longer need; one that runs on holds the server's "
+    "slot and its inference",
+)
+async def served_cancel(ctx: CheckContext, task: Any) -> Finding:
+    from vfcheck.episodes.served import END_WAIT, REPLY_WAIT
+    from vfcheck.model import Reply
+
+    if (missing := missing_serve()) is not None:
+        return ctx.finding("served.cancel", task, "skipped", missing)
+    served = await served_env(ctx)
+    if served.refusal:
+        return ctx.finding("served.cancel", task, "skipped",
+                           f"blocked — the env server refuses the taskset, so nothing was "
+                           f"served to cancel (see served.data[{task.data.idx}])")
+    lab = await episode_lab(ctx)
+    hang = agent_fault(Reply.fault("hang"))
+    result = None
+    for _ in range(PLAYS):
+        async with lab.slot():
+            result = await served.cancel_mid_request(lab.runner, bind_to(lab), task, hang,
+                                                     wait=lab.timeout)
+        if not result.unbound:
+            break
+    assert result is not None
+    where = "served by verifiers' EnvServer on loopback"
+    details = {"cancel": dataclasses.asdict(result), "address": served.address}
+    if result.unbound:
+        return ctx.finding("served.cancel", task, "error",
+                           f"{where}, the scripted model answered the run before its first "
+                           f"delta tied it to the task, {PLAYS} times: no hang to cancel")
+    if result.finished_first is not None:
+        return ctx.finding("served.cancel", task, "skipped",
+                           f"{where}, the run was answered ({result.finished_first}) before "
+                           "any model request was previewed: nothing to cancel mid-request "
+                           f"(see preview[{task.data.idx}] and episode[{task.data.idx}])",
+                           **details)
+    problems = []
+    if result.cancel_reply != "cancelled":
+        problems.append(f"the server answered the CancelRequest with: {result.cancel_reply}"
+                        if not result.cancel_reply.startswith("no reply") else
+                        f"the server did not answer the CancelRequest within {REPLY_WAIT:g}s")
+    if (wrong := run_problem(result.run_reply, END_WAIT)) is not None:
+        problems.append(wrong)
+    note = ""
+    if result.pending and result.deltas_after_cancel:
+        problems.append(f"after the cancel the server's last delta still previews "
+                        f"{result.pending} message(s)")
+    elif result.pending:
+        note = (f"; the client's assembly still shows the {result.pending} previewed "
+                "message(s) of the cancelled request, as verifiers leaves them: it sends no "
+                "delta after a cancelled rollout (a library finding, `vfcheck library`: "
+                "served.cancel.assembled), not the env's")
+    seen = "" if result.saw_preview else (
+        f" (no request was previewed within {lab.timeout:g}s; cancelled all the same)")
+    if problems:
+        return ctx.finding("served.cancel", task, "failed",
+                           f"{where}, cancelled mid-request{seen}: {'; '.join(problems)}"
+                           f"{note}", **details)
+    return ctx.finding("served.cancel", task, "passed",
+                       f"{where}, a cancel mid-request{seen} is answered and the rollout ends "
+                       f"with it{note}", **details)
+
