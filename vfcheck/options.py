@@ -75,6 +75,13 @@ class CheckOptions:
             return self.golden_dir
         return self.project_dir or str(Path.cwd())
 
+    @property
+    def played_seed(self) -> int:
+        """The seed this run plays (`vfcheck.script.seed_that_plays`)."""
+        from vfcheck.script import seed_that_plays
+
+        return seed_that_plays(self.seed, self.script)
+
     def as_dict(self) -> dict[str, Any]:
         """What travels to the check worker (JSON)."""
         return asdict(self)
@@ -94,6 +101,9 @@ class CheckOptions:
                 continue
             if option.name == "golden_dir" and self.golden_dir_from != "command line":
                 continue  # the default, or pyproject.toml's: found again where it is replayed
+            if option.name == "seed" and CheckOptions(script=self.script).played_seed == (
+                    self.played_seed):
+                continue  # the replayed script (or the default) plays the same seed
             words += option.words(flag, getattr(self, option.name), front=front)
         return words
 

@@ -213,3 +213,22 @@ def test_the_check_report_names_each_roles_tier_and_why() -> None:
         "vfc-tool tiers: agent fast (vfcheck-chat: replaces 'bash'; the tools run in the "
         "env's tool servers)")
     assert tier_summary(EnvReport(id="x", harness="fast")) is None
+
+
+@pytest.mark.slow
+def test_the_seed_that_plays_is_the_one_every_report_names(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """No `--seed`: the script file's seed plays, and the header, the JSON and HTML reports
+    and the golden traces' header all say so (they used to say None or 0)."""
+    (tmp_path / "s.toml").write_text("seed = 5\n")
+    done = vfcheck("check", "vfc-echo", "--path", str(fixtures_dir), "--script", "s.toml",
+                   "--checks", "golden", "--sample", "1", "--golden-dir", "g",
+                   "--golden-update", "--json", "r.json", "--html", "r.html", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert " · seed 5 · " in done.stdout.splitlines()[0]
+    assert json.loads((tmp_path / "r.json").read_text())["seed"] == 5
+    assert "seed 5" in (tmp_path / "r.html").read_text()
+    (golden,) = (tmp_path / "g" / "vfc-echo").iterdir()
+    assert json.loads(golden.read_text())["header"]["seed"] == 5
+    assert "--seed" not in done.stdout.splitlines()[1]  # the replayed script plays it

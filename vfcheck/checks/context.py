@@ -36,7 +36,8 @@ class CheckContext:
         self.env_args: dict[str, Any] = self.options.env_args
         self.num_tasks: int | None = self.options.num_tasks
         self.script: str | None = self.options.script
-        self.seed: int = self.options.seed if self.options.seed is not None else 0
+        self.seed: int = self.options.played_seed
+        """The seed that plays: the mock's, the golden header's."""
         self.skip: set[tuple[str, int | None]] = {(c, i) for c, i in spec.get("skip", [])}
         # filled by the `load` check
         self.env: Any = None
@@ -139,7 +140,7 @@ class CheckContext:
     def base_policy(self) -> Any:
         """The user's script as the mock's base policy (None: the built-in default)."""
         script = self.script_file
-        return None if script is None else script.policy(self.options.seed)
+        return None if script is None else script.policy(self.seed)
 
     def http_answers(self) -> list[Any]:
         """The script's `[[http]]` answers to env code's own requests (none without one)."""

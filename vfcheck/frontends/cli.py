@@ -152,7 +152,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
         console.print(f"vfcheck: {run.shard.empty_note(run.envs)}", highlight=False,
                       soft_wrap=True)
-        return _conclude(console, [], run, seed=options.seed, verifiers=verifiers_version())
+        return _conclude(console, [], run, seed=options.played_seed,
+                         verifiers=verifiers_version())
     with CheckRun(envs, options, run, front="cli") as check_run:
         for line in check_run.header():
             console.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -104,7 +104,7 @@ class CheckRun:
         lines = [
             f"vfcheck {__version__} · verifiers {verifiers_version()} · envs "
             f"{', '.join(self.env_ids)}{shard} · harness {o.harness} · seed "
-            f"{o.seed if o.seed is not None else 0} · sample {o.sample} · timeout {o.timeout:g}s",
+            f"{o.played_seed} · sample {o.sample} · timeout {o.timeout:g}s",
         ]
         if any(spec.family == "golden" for spec in select(o.families)):
             mode = "update" if o.golden_update else "strict" if o.golden_strict else "compare"
@@ -192,7 +192,8 @@ class CheckRun:
         step summary too."""
         from vfcheck.frontends.report_files import write_reports
 
-        write_reports(reports, self.run, verifiers=verifiers_version(), seed=self.options.seed,
+        write_reports(reports, self.run, verifiers=verifiers_version(),
+                      seed=self.options.played_seed,
                       final=final, junit=self.front == "cli")  # pytest writes its own
         self._written = (time.monotonic(), sum(len(report.findings) for report in reports))
 
