@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -410,9 +409,15 @@ OPTIONS: tuple[Option, ...] = (
            "as failed, not expected", default=False, shown_default="off", cli=("--no-baseline",),
            pytest="--vf-no-baseline", commands=("library",), scope="run"),
     Option("envs_at_once", "int", "env workers running at once in one front end (the "
-           "others queue)", default=max(2, os.cpu_count() or 2),
-           shown_default="the core count, at least 2",
-           env="VFCHECK_ENVS_AT_ONCE", commands=(), minimum=1, scope="run"),
+           "others queue)", shown_default="one per free core (the header says)",
+           key="envs_at_once", cli=("--envs-at-once",), pytest="--vf-envs-at-once",
+           env="VFCHECK_ENVS_AT_ONCE", metavar="N", minimum=1, scope="run"),
+    Option("episodes_at_once", "int", "episodes in flight in each env worker (chat "
+           "episodes, and those that start a tool server or harness program)",
+           shown_default="sized to the free cores and memory (the header says)",
+           key="episodes_at_once", cli=("--episodes-at-once",),
+           pytest="--vf-episodes-at-once", env="VFCHECK_EPISODES_AT_ONCE", metavar="N",
+           minimum=1, scope="run"),
     Option("spread", "choice", "who checks the envs under `pytest -n N --dist loadscope`: "
            "`workers`, each env on the xdist worker that runs its items; `controller`, this "
            "process, each env once, the workers reporting its findings; `auto`, `workers` "

@@ -133,9 +133,9 @@ class RunOptions:
     only: list[str] = field(default_factory=default_of("only"))
     library: bool = field(default_factory=default_of("library"))
     no_baseline: bool = field(default_factory=default_of("no_baseline"))
-    envs_at_once: int = field(default_factory=default_of("envs_at_once"))
-    """Measured on 2 cores: ten envs at once, four of them on the env tier, pushed env-tier
-    episodes past the 60 s per-episode deadline; so the default is the core count."""
+    envs_at_once: int | None = field(default_factory=default_of("envs_at_once"))
+    """None: sized to the free cores and memory (`vfcheck.isolation.capacity`)."""
+    episodes_at_once: int | None = field(default_factory=default_of("episodes_at_once"))
     spread: str = field(default_factory=default_of("spread"))
     """`vfcheck.frontends.xdist_spread.spreads_envs` reads it."""
 

@@ -232,3 +232,28 @@ def test_the_seed_that_plays_is_the_one_every_report_names(
     (golden,) = (tmp_path / "g" / "vfc-echo").iterdir()
     assert json.loads(golden.read_text())["header"]["seed"] == 5
     assert "--seed" not in done.stdout.splitlines()[1]  # the replayed script plays it
+
+
+def test_the_header_says_how_much_of_the_machine_the_run_takes(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """Sized to the free cores and memory unless the user says; both front ends' header
+    says what was chosen (the last line, after the replay line)."""
+    measured = vfcheck("check", "vfc-echo", "--path", str(fixtures_dir), "--checks", "load",
+                       cwd=tmp_path)
+    line = next(x for x in measured.stdout.splitlines() if x.startswith("concurrency: "))
+    assert " cores, " in line and " busy, " in line and line.endswith("GiB free)"), line
+    given = vfcheck("check", "vfc-echo", "--path", str(fixtures_dir), "--checks", "load",
+                    "--episodes-at-once", "3", cwd=tmp_path,
+                    env={"VFCHECK_ENVS_AT_ONCE": "1"})
+    line = next(x for x in given.stdout.splitlines() if x.startswith("concurrency: "))
+    assert line.startswith("concurrency: 1 env(s) at once, per env 3 chat or 3 tool/harness "
+                           "episode(s) in flight ("), line
+    assert line.endswith("; --envs-at-once and --episodes-at-once given)"), line
+    plugin = subprocess.run(
+        [sys.executable, "-m", "pytest", "--vf-env", "vfc-echo", f"--vf-path={fixtures_dir}",
+         "--vf-checks", "load", "--vf-episodes-at-once", "2", "-p", "no:cacheprovider"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert plugin.returncode == 0, plugin.stdout[-2000:]
+    assert any(x.startswith("concurrency: 1 env(s) at once, per env 2 chat or 2 ")
+               for x in plugin.stdout.splitlines()), plugin.stdout[-2000:]

@@ -42,10 +42,11 @@ CANCEL_SETTLE = 5.0
 """Seconds a cancelled episode's previews get to be abandoned before `preview` judges."""
 EPISODES_AT_ONCE = max(1, min(4, os.cpu_count() or 1))
 """Episodes in flight in one worker when a role plays on the env tier or its tasks offer
-tools: one per core, at most 4. Such episodes start harness programs or tool servers, an
-interpreter each whose import (~4.5 s of CPU for verifiers) is CPU-bound; more of them than
-cores only stretches every episode towards its timeout (4 at once on 2 cores: 12 s an
-episode of vfc-tool instead of 6)."""
+tools, when the front end did not size it (`vfcheck.isolation.capacity`): one per core, at
+most 4. Such episodes start harness programs or tool servers, an interpreter each whose
+import (~4.5 s of CPU for verifiers) is CPU-bound; more of them than cores only stretches
+every episode towards its timeout (4 at once on 2 cores: 12 s an episode of vfc-tool
+instead of 6)."""
 FAST_EPISODES_AT_ONCE = 16
 """The same when every role plays on the fast tier: in-process episodes cost ~0.07 s of CPU
 each and spend most of their time waiting (the harness's retry backoff after a fault, the
@@ -242,8 +243,11 @@ async def open_lab(ctx: CheckContext, stack: contextlib.AsyncExitStack) -> Episo
     fast = all(t.tier == "fast" for t in ctx.tiers)
     # in-process episodes of tool-less roles are cheap; a tool server is an interpreter each
     wide = fast and not any(t.tools for t in ctx.tiers)
+    capacity = ctx.spec.get("capacity") or {}
+    at_once = (capacity.get("chat_episodes", FAST_EPISODES_AT_ONCE) if wide
+               else capacity.get("interpreter_episodes", EPISODES_AT_ONCE))
     lab = EpisodeLab(ctx.env_id, runner, router, open_runner(roles), ctx.timeout,
-                     at_once=FAST_EPISODES_AT_ONCE if wide else EPISODES_AT_ONCE,
+                     at_once=int(at_once),
                      open_fault_runner=open_runner({}) if any(
                          t.tier == "fast" for t in ctx.tiers) else None)
     lab.goldens = golden_plan(ctx)

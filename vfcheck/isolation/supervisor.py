@@ -82,14 +82,16 @@ class EnvCheck:
 
     def __init__(self, env_id: str, options: CheckOptions, run_dir: Path, *,
                  slots: threading.Semaphore, pytest: bool = False,
-                 plan_only: bool = False) -> None:
+                 plan_only: bool = False, capacity: dict[str, Any] | None = None) -> None:
         self.env_id = env_id
         self.plan_only = plan_only
         """The worker loads the env, announces its plan and stops (`vfcheck.isolation.worker`)."""
         self.options = options
         self.slots = slots
-        """Env workers running at once in the front end (`RunOptions.envs_at_once`): the
-        other envs' checks queue."""
+        """Env workers running at once in the front end (`vfcheck.isolation.capacity`):
+        the other envs' checks queue."""
+        self.capacity = capacity or {}
+        """The run's share of the machine, for the worker (`Capacity.for_worker`)."""
         self.pytest = pytest
         """Which front end asked: the golden items name its command to record them."""
         self.path = event_file(run_dir, env_id, options)
@@ -131,7 +133,7 @@ class EnvCheck:
             "golden_record": self.options.record_golden_command(self.env_id,
                                                                  pytest=self.pytest),
             "skip": sorted(skip, key=str), "isolate": sorted(isolate, key=str),
-            "blocked": self.blocked, "plan_only": self.plan_only,
+            "blocked": self.blocked, "plan_only": self.plan_only, "capacity": self.capacity,
             "setup_failed": sorted(
                 i for (check, i), f in self.log.findings.items()
                 if check == "setup" and i is not None and f.bad),
