@@ -198,6 +198,20 @@ class CheckContext:
         value = self._shared.get(key)
         return None if isinstance(value, Exception) else value
 
+    def forget(self, index: int | None) -> None:
+        """Forget what the run played and started for task `index` (None: the env), so
+        that a check run again (`vfcheck.isolation.attempts`) does its work anew: each
+        shared resource that memoises plays drops the task's (`forget`), and env-level work
+        started early that has ended (`extras`) is started again when asked."""
+        if index is None:
+            for key, pending in list(self.extras.items()):
+                if isinstance(pending, asyncio.Future) and pending.done():
+                    del self.extras[key]
+            return
+        for value in self._shared.values():
+            if callable(forget := getattr(value, "forget", None)):
+                forget(index)
+
     def memo(self, key: str, make: Callable[[], T]) -> T:
         """The run's one `key` value, made on first use (the validate config, ...)."""
         if key not in self._shared:

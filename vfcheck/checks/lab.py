@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vfcheck.isolation.attempts import deadline_hit
+from vfcheck.isolation.floor import FLOOR
 from vfcheck.isolation.queue_clock import QUEUE_CLOCK
 
 if TYPE_CHECKING:
@@ -107,6 +109,14 @@ def env_code_errors(result: Any) -> list[str]:
     return found
 
 
+def noted(result: Any) -> Any:
+    """`result`, its deadline noted on the current unit's attempt when the runner's
+    deadline ended it: the unit's failure is confirmed before it is reported."""
+    if result.unfinished:
+        deadline_hit(result.runner_error or "the episode's deadline")
+    return result
+
+
 def unfinished_plays(results: Sequence[Any], index: int) -> str | None:
     """Why plays cannot be compared, when the runner's deadline ended one of them (a hung
     tool, a hook that never returns): where it stopped is no behaviour to hold an env to,
@@ -157,14 +167,20 @@ class EpisodeLab:
                 self.router.assigned[trace.id] = policy
 
         runner = runner or self.runner
-        async with QUEUE_CLOCK.slot(self._gate):
-            return await runner.play(task, timeout=self.timeout, on_trace=assign)
+        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared()):
+            return noted(await runner.play(task, timeout=self.timeout, on_trace=assign))
 
     async def first_play(self, task: Any) -> Any:
         index = task.data.idx
         if index not in self._plays:
             self._plays[index] = asyncio.ensure_future(self.play(task))
-        return await asyncio.shield(self._plays[index])
+        return noted(await asyncio.shield(self._plays[index]))
+
+    def forget(self, index: int) -> None:
+        """Drop the memoised plays of task `index`: its checks run again
+        (`vfcheck.isolation.attempts`) and play anew."""
+        self._plays.pop(index, None)
+        self._second_plays.pop(index, None)
 
     async def extra_runner(self, name: str) -> Any:
         """The runner `name` (`timeout`: the hang's short agent timeout; `fault`: no
@@ -187,11 +203,18 @@ class EpisodeLab:
         """The task's two happy plays (memoised: `determinism.replay` and `golden` share
         them; the first is also `episode`'s and `lifecycle`'s), played concurrently."""
         index = task.data.idx
+        done = self._plays.get(index)
+        if done is not None and done.done() and not done.cancelled() and (
+                done.exception() is None and done.result().unfinished):
+            # a first play the deadline ended leaves nothing to compare (`unfinished_plays`),
+            # whatever the second does: a check run again alone does not wait out another
+            first = noted(done.result())
+            return first, first
         if index not in self._second_plays:
             self._second_plays[index] = asyncio.ensure_future(self.play(task))
         first, second = await asyncio.gather(
             self.first_play(task), asyncio.shield(self._second_plays[index]))
-        return first, second
+        return first, noted(second)
 
     async def play_hang(self, task: Any) -> Any:
         """Play against a model that never answers, on the runner whose roles have the short
@@ -210,9 +233,12 @@ class EpisodeLab:
         def assign(trace: Any) -> None:
             self.router.assigned[trace.id] = hang
 
-        async with QUEUE_CLOCK.slot(self._gate):
-            return await play_cancelled(self.runner, task, assign, wait=self.timeout,
-                                        settle=CANCEL_SETTLE)
+        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared()):
+            traces, seen = await play_cancelled(self.runner, task, assign, wait=self.timeout,
+                                                settle=CANCEL_SETTLE)
+        if not seen:
+            deadline_hit(f"no model request within the {self.timeout:g}s deadline")
+        return traces, seen
 
 
 async def episode_lab(ctx: CheckContext) -> EpisodeLab:

@@ -21,6 +21,7 @@ from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
 from vfcheck.isolation import offline_sockets
+from vfcheck.isolation.attempts import deadline_hit
 from vfcheck.isolation.processes import WORKER_HASH_SEED
 from vfcheck.paths import shown_path
 
@@ -173,6 +174,7 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
     try:
         env, tiers, tasks = await asyncio.wait_for(asyncio.to_thread(load_all), budget)
     except TimeoutError:
+        deadline_hit(f"loading did not finish within {budget:g}s")
         return load_finding(ctx.env_id, "failed",
                             f"env {ctx.env_id!r}: loading did not finish within {budget:g}s "
                             f"(an infinite or hanging load()?). Contract: {contract}.")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from vfcheck.checks.lab import episode_lab
+from vfcheck.isolation.attempts import deadline_hit
 
 if TYPE_CHECKING:
     from vfcheck.checks.context import CheckContext
@@ -75,6 +76,8 @@ class ProbeResult:
     env_tools: list[str] = field(default_factory=list)
     """Tools of the env's own that the first request offered."""
     runner_error: str | None = None
+    unfinished: bool = False
+    """The runner's deadline ended the episode (`EpisodeResult.unfinished`)."""
 
     def describe(self) -> str:
         """`reward 1 (echoed=1)`, or what kept it from being scored."""
@@ -158,7 +161,15 @@ class ProbeLab:
                 if index == key[0] and reply_of(name) == reply_of(probe.name)]
             self._plays[key] = asyncio.ensure_future(self._reuse_or_play(task, probe,
                                                                          same_reply))
-        return await asyncio.shield(self._plays[key])
+        result = await asyncio.shield(self._plays[key])
+        if result.unfinished:  # each check that reads it is confirmed before it fails
+            deadline_hit(result.runner_error or "the episode's deadline")
+        return result
+
+    def forget(self, index: int) -> None:
+        """Drop the memoised probes of task `index` (`EpisodeLab.forget`)."""
+        for key in [k for k in self._plays if k[0] == index]:
+            del self._plays[key]
 
     async def _reuse_or_play(self, task: Any, probe: Probe,
                              same_reply: list[asyncio.Future[ProbeResult]]) -> ProbeResult:
@@ -199,7 +210,7 @@ class ProbeLab:
             rewards=rewards, errors=result.errors(), seats=tuple(t.reward for t in scored),
             judge_calls=sum(1 for r in mine if r.request.kind == "judge"),
             turns=len(agent), env_tools=[n for n in offered if n not in HARNESS_BUILTIN_TOOLS],
-            runner_error=result.runner_error)
+            runner_error=result.runner_error, unfinished=result.unfinished)
 
     async def oracle_result(self, task: Any, judge: Verdict = "positive") -> ProbeResult | None:
         oracle = self.oracle(task)
