@@ -26,16 +26,19 @@ def test_a_quiet_machine_gets_a_worker_per_core_and_full_episode_gates() -> None
 
 
 def test_two_busy_cores_do_not_get_16_episodes_in_each_of_4_envs() -> None:
-    busy = size(2, 2.0, 20 * GIB, envs=4)
+    busy = size(2, 2.0, 20 * GIB, envs=4)  # two workers still: their waits overlap
     assert (busy.envs_at_once, busy.chat_episodes, busy.interpreter_episodes) == (
-        1, MIN_CHAT_EPISODES, 1)
+        2, MIN_CHAT_EPISODES, 1)
     half = size(2, 1.0, 20 * GIB, envs=4)
-    assert (half.envs_at_once, half.chat_episodes, half.interpreter_episodes) == (1, 16, 1)
+    assert (half.envs_at_once, half.chat_episodes, half.interpreter_episodes) == (2, 8, 1)
+    assert size(1, 1.0, 20 * GIB, envs=4).envs_at_once == 1  # no more workers than cores
+    assert size(8, 8.0, 20 * GIB, envs=1).envs_at_once == 1  # nor than envs
 
 
 def test_free_memory_caps_the_workers_and_the_interpreters() -> None:
     tight = size(8, 0.0, 2 * ENV_MEMORY + 1, envs=8)
     assert tight.envs_at_once == 2
+    assert size(8, 0.0, ENV_MEMORY, envs=8).envs_at_once == 1
     per_env = 2 * INTERPRETER_MEMORY
     assert size(8, 0.0, per_env, envs=1).interpreter_episodes == 2
 

@@ -6,8 +6,8 @@ episodes per env in each of 4 envs, every one of them pushed towards its deadlin
 counts as busy is the CPU others use right now (a short sample, not the load average, which
 lags a minute behind a machine that just went idle).
 
-- env workers at once: one per free core (at least 1, at most the cores, the envs, and what
-  free memory holds at `ENV_MEMORY` each);
+- env workers at once: one per free core, at least `MIN_ENVS` (at most the cores, the envs,
+  and what free memory holds at `ENV_MEMORY` each);
 - episodes in flight in one env worker: chat episodes play in the worker's own event loop
   (~0.07 s of CPU each, mostly waits), up to `CHAT_EPISODES` while the worker has a core to
   itself, fewer as its share of a free core shrinks; episodes that start an interpreter (a
@@ -22,6 +22,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+MIN_ENVS = 2
+"""Env workers at once however busy the machine (where it has the cores): a worker spends
+much of its run waiting (agent timeouts, settles, a second interpreter's load), which a
+second one overlaps. Measured with two busy loops on 2 cores, six envs at `--timeout 10`:
+one at a time 232 s, two at a time 114 s, the same verdicts and no deadline hit either way."""
 CHAT_EPISODES = 16
 """Chat episodes in flight in a worker with a free core of its own."""
 MIN_CHAT_EPISODES = 4
@@ -69,8 +74,8 @@ def size(cores: float, busy: float, free_memory: int, envs: int, *,
     `free_memory` bytes, for `envs` envs; a number the user gave wins."""
     free = max(0.0, cores - busy)
     by_memory = max(1, free_memory // ENV_MEMORY)
-    chosen_envs = envs_at_once or max(1, min(round(free), int(cores) or 1, max(envs, 1),
-                                             by_memory))
+    chosen_envs = envs_at_once or max(1, min(max(MIN_ENVS, round(free)), int(cores) or 1,
+                                             max(envs, 1), by_memory))
     share = free / chosen_envs  # free cores per env worker
     chat = episodes_at_once or max(MIN_CHAT_EPISODES,
                                    min(CHAT_EPISODES, round(CHAT_EPISODES * min(share, 1.0))))
