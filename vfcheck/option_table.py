@@ -210,6 +210,8 @@ class Option:
             if kind == "list" and isinstance(raw, list) and all(isinstance(x, str) for x in raw):
                 return self._names(raw, raw, where)
             raise self.bad(raw, where)
+        if kind == "text" and not raw.strip():  # an env id, an item: never empty
+            raise OptionError(f"{where}: {raw!r} is empty")
         if kind == "choice":
             if raw not in self.choices:
                 raise self.bad(raw, where)
@@ -272,6 +274,8 @@ class Option:
                 self.load(path)
             except Exception as e:  # the loader says what is wrong, in one line
                 raise OptionError(f"{where}: {e}") from e
+        if self.path == "dir" and path.exists() and not path.is_dir():
+            raise OptionError(f"{where}: {path} is a file, not a folder")
         if self.path == "dir" and not path.is_dir():
             raise OptionError(f"{where}: " + (self.missing or "the folder {path} does not "
                                               "exist").format(path=path))
@@ -461,7 +465,8 @@ def add_pytest_options(group: pytest.OptionGroup) -> None:
 def where_given(option: Option, front: Front) -> str:
     """How a message names the command-line flag of `option`."""
     return (option.pytest or option.name) if front == "pytest" else (
-        "/".join(option.cli) or option.name.upper())
+        "/".join(option.cli) or (option.metavar if option.positional else None)
+        or option.name.upper())
 
 
 # -- the README's table

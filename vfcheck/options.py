@@ -229,7 +229,21 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
     if not check.golden_dir:
         check.golden_dir = str((project / "golden").resolve())
     _check_usable(check, front)
+    _check_reports_apart(run, front)
     return Resolved(check, run)
+
+
+def _check_reports_apart(run: RunOptions, front: Front) -> None:
+    """Each report goes to a file of its own: two named alike would overwrite each other."""
+    seen: dict[Path, str] = {}
+    for name in ("json", "junit_xml", "html"):
+        if (value := getattr(run, name)) is None:
+            continue
+        where = where_given(BY_NAME[name], front)
+        if (path := Path(value).resolve()) in seen:
+            raise OptionError(f"{where}: {path} is the {seen[path]} report's file too; give "
+                              "each report a file of its own")
+        seen[path] = where
 
 
 def _check_usable(options: CheckOptions, front: Front) -> None:

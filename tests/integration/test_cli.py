@@ -172,10 +172,14 @@ def test_a_bad_env_arg_is_one_line_in_both_front_ends(fixtures_dir: Path, tmp_pa
 def test_an_unknown_env_config_key_names_the_key(fixtures_dir: Path, tmp_path: Path) -> None:
     done = vfcheck("check", "vfc-echo", "--path", str(fixtures_dir), "--env-arg",
                    "phrasez=[1]", "--checks", "gold", "--json", "r.json", cwd=tmp_path)
-    assert done.returncode == 1
+    assert done.returncode == 2  # the user's input: a usage error, in one line
+    assert done.stderr.splitlines()[-1] == (
+        "vfcheck: error: env arg phrasez=[1]: env 'vfc-echo' rejects it: unknown config key "
+        "'taskset.phrasez' (Extra inputs are not permitted)")
     (load,) = [f for f in json.loads((tmp_path / "r.json").read_text())["envs"][0]["findings"]
-               if f["check"] == "load"]
+               if f["check"] == "load"]  # the report written so far stays
     assert "unknown config key" in load["message"] and "phrasez" in load["message"]
+    assert load["outcome"] == "error" and load["details"]["usage"] is True
 
 
 def test_the_header_replay_line_runs_the_same_checks_in_both_front_ends(

@@ -47,6 +47,11 @@ class EnvLoadError(Exception):
     """The env could not be loaded: one line saying what and where (the `load` finding)."""
 
 
+class EnvArgError(EnvLoadError):
+    """The env's config rejects a value the user gave (`--env-arg`), or has no such key:
+    the user's input, a usage error, in one line naming the key and the env's own words."""
+
+
 @dataclass(frozen=True)
 class TaskInfo:
     index: int
@@ -146,9 +151,31 @@ def load_env(
             config = offline_env_config(env_id, env_args, harness=pins)
             env = vf.load_environment(config)
     except Exception as e:
+        if (rejected := rejected_args(env_id, env_args, e)) is not None:
+            raise EnvArgError(rejected) from e
         raise EnvLoadError(f"env {env_id!r} failed to load: {load_error_cause(e)}"
                            f"{id_hint(env_id)}") from e
     return env, tiers
+
+
+def rejected_args(env_id: str, env_args: Mapping[str, Any] | None,
+                  error: Exception) -> str | None:
+    """`env arg phrases=[1] is rejected by env 'x': config key 'taskset.phrases.0': ...`,
+    when `error` came of the user's env args: the env's config resolves without them. None
+    when it fails without them too (then it is the env's own load failure)."""
+    if not env_args:
+        return None
+    try:
+        offline_env_config(env_id, None)
+    except Exception:  # noqa: BLE001 - the env fails on its own: not the user's input
+        return None
+    cause = load_error_cause(error)
+    named = [key for key in env_args
+             if (key if "." in key else f"taskset.{key}").replace("-", "_") in cause]
+    shown = ", ".join(f"{key}={json.dumps(env_args[key], default=str)}"
+                      for key in named or list(env_args))
+    plural = "s" if len(named or env_args) > 1 else ""
+    return f"env arg{plural} {shown}: env {env_id!r} rejects {'them' if plural else 'it'}: {cause}"
 
 
 def id_hint(env_id: str) -> str:

@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 
 
 
+class UsageInput(Exception):
+    """An env cannot take the user's input (a script entry, an env arg): a usage error."""
+
+
 def add_episode_options(parser: argparse.ArgumentParser, *, base_url: str,
                         required: bool = False) -> None:
     """The flags of the commands that play episodes against an endpoint (`run`, `record`):
@@ -165,6 +169,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             check_run.interrupted(interrupt)
             show_reports(console, check_run.finish(), verbose=run.verbose)
             raise
+        except UsageInput as e:  # what was found so far is written; nothing more runs
+            check_run.finish()
+            print(f"vfcheck: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
         reports = check_run.finish()
     show_reports(console, reports, verbose=run.verbose)
     return check_run.exit_code(reports)
@@ -190,6 +198,8 @@ def _follow(console: Any, check: Any, checkpoint: Callable[[], None], *,
                 if unit in shown:
                     continue
                 shown.add(unit)
+                if finding.usage:
+                    raise UsageInput(finding.message)
                 style = OUTCOME_STYLE.get(finding.outcome, "white")
                 if not verbose:
                     console.print(f"[{style}]{MARKS.get(finding.outcome, '?')}[/]", end="",

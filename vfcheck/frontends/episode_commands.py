@@ -48,7 +48,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from vfcheck.cassette import misses
-    from vfcheck.episodes.runner import EnvLoadError, EpisodeResult, run_episodes
+    from vfcheck.episodes.runner import EnvArgError, EnvLoadError, EpisodeResult, run_episodes
     from vfcheck.frontends.run_report import episode_table
     from vfcheck.isolation.workdirs import owned
     from vfcheck.script import ScriptError
@@ -98,6 +98,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 on_start=started, on_result=finished,
                 on_tasks=follows_script,
             ))
+    except EnvArgError as e:
+        print(f"vfcheck: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except EnvLoadError as e:
         print(f"vfcheck: {e}", file=sys.stderr)  # one line, never wrapped
         return EXIT_FAILED
@@ -132,7 +135,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from vfcheck.cassette import ApiKeyMissing, RecordError, record, write_cassette
-    from vfcheck.episodes.runner import EnvLoadError
+    from vfcheck.episodes.runner import EnvArgError, EnvLoadError
     from vfcheck.isolation.workdirs import owned
 
     console = Console(stderr=True)
@@ -150,8 +153,9 @@ def cmd_record(args: argparse.Namespace) -> int:
                 timeout=args.timeout, concurrency=args.concurrency,
             ))
     except (EnvLoadError, RecordError) as e:
-        print(f"vfcheck: {e}", file=sys.stderr)  # one line, never wrapped
-        return EXIT_USAGE if isinstance(e, ApiKeyMissing) else EXIT_FAILED
+        usage = isinstance(e, ApiKeyMissing | EnvArgError)
+        print(f"vfcheck: {'error: ' if usage else ''}{e}", file=sys.stderr)  # one line
+        return EXIT_USAGE if usage else EXIT_FAILED
     write_cassette(args.output, recording.text)
     for tier in recording.tiers:
         console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})",

@@ -67,9 +67,12 @@ def resolved_from_config(config: pytest.Config) -> Resolved:
     """`[tool.vfcheck]` of the pyproject.toml nearest the working directory, overridden by
     the `--vf-*` options. Not pytest's rootdir: pytest computes it before plugin options are
     known, so `--vf-path /other/project/envs` (two words) puts it in that other project."""
+    from vfcheck.frontends.step_summary import check_step_summary
     from vfcheck.options import resolve
 
-    return resolve(config.invocation_params.dir, pytest_given(config), front="pytest")
+    found = resolve(config.invocation_params.dir, pytest_given(config), front="pytest")
+    check_step_summary()
+    return found
 
 
 def options_from_config(config: pytest.Config) -> CheckOptions:
@@ -339,6 +342,9 @@ class EnvCollector(pytest.Collector):
                 ("load", None) in log.findings
                 and log.findings["load", None].outcome != "passed"))
             plan = log.plan
+            load = log.findings.get(("load", None))
+            if load is not None and load.usage:  # the user's input: no verdict on the env
+                raise pytest.UsageError(f"vfcheck: {load.message}")
         units: list[Unit] = [("load", None)]
         if plan is not None:
             units = expected_units(plan, self.vf.options.families)
