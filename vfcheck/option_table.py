@@ -417,11 +417,10 @@ OPTIONS: tuple[Option, ...] = (
            key="envs_at_once", cli=("--envs-at-once",), pytest="--vf-envs-at-once",
            env="VFCHECK_ENVS_AT_ONCE", metavar="N", minimum=1, scope="run"),
     Option("episodes_at_once", "int", "episodes in flight in each env worker (chat "
-           "episodes, and those that start a tool server or harness program)",
-           shown_default="sized to the free cores and memory (the header says)",
-           key="episodes_at_once", cli=("--episodes-at-once",),
-           pytest="--vf-episodes-at-once", env="VFCHECK_EPISODES_AT_ONCE", metavar="N",
-           minimum=1, scope="run"),
+           "episodes, and those that start a tool server or harness program)", shown_default=
+           "sized to the free cores and memory (the header says)", key="episodes_at_once",
+           cli=("--episodes-at-once",), pytest="--vf-episodes-at-once",
+           env="VFCHECK_EPISODES_AT_ONCE", metavar="N", minimum=1, scope="run"),
     Option("spread", "choice", "who checks the envs under `pytest -n N --dist loadscope`: "
            "`workers`, each env on the xdist worker that runs its items; `controller`, this "
            "process, each env once, the workers reporting its findings; `auto`, `workers` "

@@ -374,9 +374,8 @@ class Script(BaseModel):
 
 
 def seed_that_plays(seed: int | None, script: str | os.PathLike[str] | None) -> int:
-    """The seed a run plays: the one given (`--seed`), else the script file's `seed`, else 0.
-    The one definition the run header, the replay line, the golden header, the mock and the
-    reports read."""
+    """The seed a run plays: the one given (`--seed`), else the script file's, else 0 (what
+    the header, the replay line, the golden header, the mock and the reports all read)."""
     if seed is not None:
         return seed
     return Script.load(script).seed if script else 0

@@ -154,7 +154,8 @@ async def compare_loads(env_id: str, fresh: Awaitable[list[str]], own: list[str]
 )
 async def load(ctx: CheckContext, _: Any) -> Finding:
     """Load the env, its tasks and role tiers into `ctx` (only when the finding passes)."""
-    from vfcheck.episodes.runner import EnvArgError, EnvLoadError, load_env, load_tasks
+    from vfcheck.episodes.load_errors import EnvArgError, EnvLoadError
+    from vfcheck.episodes.runner import load_env, load_tasks
 
     attempts: list[str] = []
 

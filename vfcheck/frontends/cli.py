@@ -298,8 +298,8 @@ def cmd_list_checks(args: argparse.Namespace) -> int:
 def cmd_wheels(args: argparse.Namespace) -> int:
     """Fill a wheel folder for `--wheels`: the dependencies of verifiers' chat program and
     of the named envs' harness programs, for this interpreter, proven to resolve offline."""
+    from vfcheck.episodes.load_errors import EnvLoadError
     from vfcheck.episodes.offline import prepare_process_env
-    from vfcheck.episodes.runner import EnvLoadError
     from vfcheck.episodes.wheels_command import WheelsError, fill, programs_of
     from vfcheck.option_table import OptionError
     from vfcheck.paths import unwritable

@@ -48,7 +48,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from vfcheck.cassette import misses
-    from vfcheck.episodes.runner import EnvArgError, EnvLoadError, EpisodeResult, run_episodes
+    from vfcheck.episodes.load_errors import EnvArgError, EnvLoadError
+    from vfcheck.episodes.runner import EpisodeResult, run_episodes
     from vfcheck.frontends.run_report import episode_table
     from vfcheck.isolation.workdirs import owned
     from vfcheck.script import ScriptError
@@ -135,7 +136,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from vfcheck.cassette import ApiKeyMissing, RecordError, record, write_cassette
-    from vfcheck.episodes.runner import EnvArgError, EnvLoadError
+    from vfcheck.episodes.load_errors import EnvArgError, EnvLoadError
     from vfcheck.isolation.workdirs import owned
 
     console = Console(stderr=True)
