@@ -221,6 +221,11 @@ CASES: dict[str, Bad] = {
          "phrases=[1, 2]", "--vf-checks=load"], 4,
         "ERROR: vfcheck: env arg phrases=[1, 2]: env 'vfc-echo' rejects it: config key "
         "'taskset.phrases.0'", slow=True),
+    "pytest-xdist-script-matches-no-task": Bad(
+        ["pytest", "--vf-env", "vfc-echo", f"--vf-path={FIXTURES}", "--vf-script=stray.toml",
+         "--vf-checks=load", "-n", "2"], 4,
+        "ERROR: vfcheck: env 'vfc-echo': the script stray.toml lists [[task]] 1 (key "
+        "'vfc-echo:nope')", slow=True),
     "check-script-index-matches-no-task": Bad(
         ["check", "vfc-echo", *PATH, "--script", "far.toml", "--checks", "load"], 2,
         "vfcheck: error: env 'vfc-echo': the script far.toml lists [[task]] 1 (index 7), which "

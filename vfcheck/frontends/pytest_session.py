@@ -312,7 +312,13 @@ class VfcheckSession:
         if not self.owner:
             return
         try:
-            self.check_run.finish()  # -x, -k, an interrupt: stops the workers left
+            reports = self.check_run.finish()  # -x, -k, an interrupt: stops the workers left
+            usage = [f.message for r in reports for f in r.findings if f.usage]
+            if usage and session.exitstatus != pytest.ExitCode.USAGE_ERROR:
+                # under xdist the workers' collection raised it, and xdist says only "no
+                # tests ran": the controller says what, and exits as a usage error
+                sys.stderr.write(f"ERROR: vfcheck: {usage[0]}\n")
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
             if session.exitstatus == pytest.ExitCode.INTERRUPTED or self.check_run.interrupt:
                 # as `vfcheck check`: 130 interrupted (SIGINT), 143 terminated (SIGTERM)
                 session.exitstatus = self.check_run.interrupt or EXIT_SIGINT

@@ -11,6 +11,10 @@ kill on. A restarted worker gets the spec's `blocked` list, what earlier stalls 
 `{"index", "stage", "by", "what"}`, and fails without running them the units of that task
 whose check runs that stage (`CheckSpec.stages`): verifiers would run the same hook again.
 
+A unit that failed after one of its deadlines fired is not reported at once: it is held
+back (a `deferred` event) and run again once the rest is done, alone on the run's floor
+(`confirm`, `vfcheck.isolation.attempts`); its spec's `capacity` sizes the episode gates.
+
 With `plan_only` in its spec the worker stops once it has announced the plan (the xdist
 controller's: it needs every env's items, its workers check the envs).
 
