@@ -154,9 +154,9 @@ def cmd_record(args: argparse.Namespace) -> int:
                 timeout=args.timeout, concurrency=args.concurrency,
             ))
     except (EnvLoadError, RecordError) as e:
-        usage = isinstance(e, ApiKeyMissing | EnvArgError)
-        print(f"vfcheck: {'error: ' if usage else ''}{e}", file=sys.stderr)  # one line
-        return EXIT_USAGE if usage else EXIT_FAILED
+        said = "error: " if isinstance(e, EnvArgError) else ""
+        print(f"vfcheck: {said}{e}", file=sys.stderr)  # one line, never wrapped
+        return EXIT_USAGE if isinstance(e, ApiKeyMissing | EnvArgError) else EXIT_FAILED
     write_cassette(args.output, recording.text)
     for tier in recording.tiers:
         console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})",
