@@ -663,6 +663,50 @@ class Bench:
         )
         self.row(f"pytest --vf-env vfc-many ({m} tasks): -n 2 / -n 0", a, b, target="(info)")
 
+    # -- 4c --------------------------------------------------------------------------------
+    HUGE_SCRIPT = '[[default.turn]]\nfault = "huge"\n'
+    """Every agent turn a 100 kB reply: the robustness check's `100 kB reply` episode."""
+
+    def huge(self) -> None:
+        """The 100 kB reply episode against a normal one: `vfcheck run vfc-echo` of N
+        episodes, one at a time, with each reply; the medians of the episodes' own durations
+        (its JSONL's `duration`: the interpreter's start and verifiers' import drop out)."""
+        n = 40
+        print(f"\n## 4c. a 100 kB reply episode vs a normal one ({n} episodes each)", flush=True)
+        env = child_env()
+        script = self.tmp / "huge.toml"
+        script.write_text(self.HUGE_SCRIPT)
+        outputs: dict[str, list[Path]] = {"normal": [], "huge": []}
+
+        def play(kind: str) -> object:
+            def argv(rep: int) -> tuple[list[str], dict[str, str], Path]:
+                out = self.fresh(f"huge-{kind}")
+                outputs[kind].append(out / "episodes.jsonl")
+                return ([str(BIN / "vfcheck"), "run", "vfc-echo", "--path", str(FIXTURES),
+                         "-n", "1", "-r", str(n), "-c", "1", "-o", str(out / "episodes.jsonl"),
+                         *(["--script", str(script)] if kind == "huge" else [])], env, out)
+            return argv
+
+        normal, huge = self.measure([(f"{n} episodes (normal reply)", play("normal")),
+                                     (f"{n} episodes (100 kB reply)", play("huge"))],
+                                    self.args.repeat)
+
+        def durations(kind: str) -> list[float]:
+            found = []
+            for path in outputs[kind]:
+                if path.exists():
+                    found += [json.loads(line)["duration"]
+                              for line in path.read_text().splitlines()]
+            return found
+
+        load = load_range([normal, huge])
+        for side, kind in ((normal, "normal"), (huge, "huge")):  # milliseconds per episode
+            side.samples = [Sample(d * 1000, 0, load=s.load) for d in durations(kind)
+                            for s in side.samples[:1]] or side.samples
+        self.row(f"vfc-echo: one 100 kB reply episode / one normal episode ({n} each, -c 1, "
+                 "the episodes' own durations)", huge, normal, target="<= 2.0", per=1.0,
+                 unit="ms", note=f"load {load} while they ran")
+
     # -- 5 ---------------------------------------------------------------------------------
     SPREAD_ENVS = ("vfc-echo", "vfc-many", "vfc-multiturn", "vfc-duet")
     SPREAD_CHECKS = ("load,determinism,setup,gold,noop,episode,lifecycle,preview,robustness,"
@@ -790,7 +834,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--only",
-        default="idle,check,phases,probes,served,run,scaling,spread,tools",
+        default="idle,check,phases,probes,served,run,scaling,huge,spread,tools",
         help="sections to run (comma-separated; default all)",
     )
     args = ap.parse_args(argv)
@@ -832,6 +876,8 @@ def main(argv: list[str] | None = None) -> int:
             b.run_vs_eval()
         if "scaling" in only:
             b.scaling()
+        if "huge" in only:
+            b.huge()
         if "spread" in only:
             b.spread()
         if "tools" in only and sd is not None:

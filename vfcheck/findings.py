@@ -38,6 +38,12 @@ class Finding:
     def bad(self) -> bool:
         return self.outcome in BAD_OUTCOMES
 
+    @property
+    def usage(self) -> bool:
+        """The user's input stopped the check (a script entry or env arg the env cannot
+        take): the front ends report a usage error, not a verdict."""
+        return bool(self.details.get("usage"))
+
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["task"] = asdict(self.task) if self.task is not None else None

@@ -1,22 +1,15 @@
 """The options of vfcheck's front ends, described once: `OPTIONS`.
 
-Each `Option` holds an option's type, default, help text, `[tool.vfcheck]` key, its flags in
-`vfcheck check` (and the other subcommands it belongs to) and in the pytest plugin, and the
-values it allows. From this one table come the argparse options (`add_cli_options`), the
-pytest options (`add_pytest_options`), the `[tool.vfcheck]` reader and the check of every
-value (`vfcheck.options.resolve`), the replay line (`CheckOptions.replay_args`), what travels
-to the check worker (`CheckOptions.as_dict`) and the README's option table (`readme_table`,
-held to the README by a test).
-
-Importing this module is cheap, since the pytest plugin registers its options from it at
-every pytest start: the standard library only; what validation needs loads when it runs.
+From this one table come the argparse and pytest options, the `[tool.vfcheck]` reader, the
+check of every value (`vfcheck.options.resolve`), the replay line, what travels to the check
+worker and the options reference page (`readme_table`, held to docs/reference/options.md by
+a test). Importing it is cheap (the plugin does at every pytest start): stdlib only.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -211,6 +204,8 @@ class Option:
             if kind == "list" and isinstance(raw, list) and all(isinstance(x, str) for x in raw):
                 return self._names(raw, raw, where)
             raise self.bad(raw, where)
+        if kind == "text" and not raw.strip():  # an env id, an item: never empty
+            raise OptionError(f"{where}: {raw!r} is empty")
         if kind == "choice":
             if raw not in self.choices:
                 raise self.bad(raw, where)
@@ -273,6 +268,8 @@ class Option:
                 self.load(path)
             except Exception as e:  # the loader says what is wrong, in one line
                 raise OptionError(f"{where}: {e}") from e
+        if self.path == "dir" and path.exists() and not path.is_dir():
+            raise OptionError(f"{where}: {path} is a file, not a folder")
         if self.path == "dir" and not path.is_dir():
             raise OptionError(f"{where}: " + (self.missing or "the folder {path} does not "
                                               "exist").format(path=path))
@@ -411,9 +408,14 @@ OPTIONS: tuple[Option, ...] = (
            "as failed, not expected", default=False, shown_default="off", cli=("--no-baseline",),
            pytest="--vf-no-baseline", commands=("library",), scope="run"),
     Option("envs_at_once", "int", "env workers running at once in one front end (the "
-           "others queue)", default=max(2, os.cpu_count() or 2),
-           shown_default="the core count, at least 2",
-           env="VFCHECK_ENVS_AT_ONCE", commands=(), minimum=1, scope="run"),
+           "others queue)", shown_default="one per free core (the header says)",
+           key="envs_at_once", cli=("--envs-at-once",), pytest="--vf-envs-at-once",
+           env="VFCHECK_ENVS_AT_ONCE", metavar="N", minimum=1, scope="run"),
+    Option("episodes_at_once", "int", "episodes in flight in each env worker (chat "
+           "episodes, and those that start a tool server or harness program)", shown_default=
+           "sized to the free cores and memory (the header says)", key="episodes_at_once",
+           cli=("--episodes-at-once",), pytest="--vf-episodes-at-once",
+           env="VFCHECK_EPISODES_AT_ONCE", metavar="N", minimum=1, scope="run"),
     Option("spread", "choice", "who checks the envs under `pytest -n N --dist loadscope`: "
            "`workers`, each env on the xdist worker that runs its items; `controller`, this "
            "process, each env once, the workers reporting its findings; `auto`, `workers` "
@@ -457,7 +459,8 @@ def add_pytest_options(group: pytest.OptionGroup) -> None:
 def where_given(option: Option, front: Front) -> str:
     """How a message names the command-line flag of `option`."""
     return (option.pytest or option.name) if front == "pytest" else (
-        "/".join(option.cli) or option.name.upper())
+        "/".join(option.cli) or (option.metavar if option.positional else None)
+        or option.name.upper())
 
 
 # -- the README's table

@@ -75,6 +75,13 @@ class CheckOptions:
             return self.golden_dir
         return self.project_dir or str(Path.cwd())
 
+    @property
+    def played_seed(self) -> int:
+        """The seed this run plays (`vfcheck.script.seed_that_plays`)."""
+        from vfcheck.script import seed_that_plays
+
+        return seed_that_plays(self.seed, self.script)
+
     def as_dict(self) -> dict[str, Any]:
         """What travels to the check worker (JSON)."""
         return asdict(self)
@@ -94,6 +101,9 @@ class CheckOptions:
                 continue
             if option.name == "golden_dir" and self.golden_dir_from != "command line":
                 continue  # the default, or pyproject.toml's: found again where it is replayed
+            if option.name == "seed" and CheckOptions(script=self.script).played_seed == (
+                    self.played_seed):
+                continue  # the replayed script (or the default) plays the same seed
             words += option.words(flag, getattr(self, option.name), front=front)
         return words
 
@@ -123,9 +133,9 @@ class RunOptions:
     only: list[str] = field(default_factory=default_of("only"))
     library: bool = field(default_factory=default_of("library"))
     no_baseline: bool = field(default_factory=default_of("no_baseline"))
-    envs_at_once: int = field(default_factory=default_of("envs_at_once"))
-    """Measured on 2 cores: ten envs at once, four of them on the env tier, pushed env-tier
-    episodes past the 60 s per-episode deadline; so the default is the core count."""
+    envs_at_once: int | None = field(default_factory=default_of("envs_at_once"))
+    """None: sized to the free cores and memory (`vfcheck.isolation.capacity`)."""
+    episodes_at_once: int | None = field(default_factory=default_of("episodes_at_once"))
     spread: str = field(default_factory=default_of("spread"))
     """`vfcheck.frontends.xdist_spread.spreads_envs` reads it."""
 
@@ -219,7 +229,21 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
     if not check.golden_dir:
         check.golden_dir = str((project / "golden").resolve())
     _check_usable(check, front)
+    _check_reports_apart(run, front)
     return Resolved(check, run)
+
+
+def _check_reports_apart(run: RunOptions, front: Front) -> None:
+    """Each report goes to a file of its own: two named alike would overwrite each other."""
+    seen: dict[Path, str] = {}
+    for name in ("json", "junit_xml", "html"):
+        if (value := getattr(run, name)) is None:
+            continue
+        where = where_given(BY_NAME[name], front)
+        if (path := Path(value).resolve()) in seen:
+            raise OptionError(f"{where}: {path} is the {seen[path]} report's file too; give "
+                              "each report a file of its own")
+        seen[path] = where
 
 
 def _check_usable(options: CheckOptions, front: Front) -> None:

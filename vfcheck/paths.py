@@ -28,12 +28,20 @@ def write_refusal(path: Path, root: Path) -> str | None:
 
 def unwritable(path: Path, *, folder: bool = False) -> str | None:
     """Why a file (`folder`: a folder to write in) cannot be written at `path`; None if it
-    can. Missing folders above it are made when it is written."""
+    can. Missing folders above it are made when it is written. Permissions are tried, not
+    read: `os.access` says yes to root everywhere, also on a read-only file system or in
+    `/proc`, where the write fails after the run."""
     if path.exists():
         if path.is_dir() != folder:
             return "it is a folder" if path.is_dir() else "it is not a folder"
         if not os.access(path, os.W_OK):
             return "it is not writable"
+        if folder:
+            return _cannot_create_in(path, f"the folder {path}")
+        try:  # appends nothing: the file stays as it is (a FIFO with no reader: ENXIO)
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
+        except OSError as e:
+            return f"it is not writable ({e.strerror or e})"
         return None
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
@@ -42,6 +50,18 @@ def unwritable(path: Path, *, folder: bool = False) -> str | None:
         return f"{parent} is not a folder"
     if not os.access(parent, os.W_OK | os.X_OK):
         return f"the folder {parent} is not writable"
+    return _cannot_create_in(parent, f"the folder {parent}")
+
+
+def _cannot_create_in(folder: Path, name: str) -> str | None:
+    """Why no file can be created in `folder` (an unnamed temporary one is tried), or None."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        return f"{name} is not writable ({e.strerror or e})"
     return None
 
 

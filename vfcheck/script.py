@@ -331,6 +331,14 @@ class Script(BaseModel):
         return scripted
 
 
+def seed_that_plays(seed: int | None, script: str | os.PathLike[str] | None) -> int:
+    """The seed a run plays: the one given (`--seed`), else the script file's, else 0 (what
+    the header, the replay line, the golden header, the mock and the reports all read)."""
+    if seed is not None:
+        return seed
+    return Script.load(script).seed if script else 0
+
+
 def _miss(request: ModelRequest, turns: Sequence[ScriptTurn] | None) -> str:
     """One line naming the task and the turn a `fallback = "error"` script does not hold."""
     task = request.task

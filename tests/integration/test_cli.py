@@ -173,10 +173,14 @@ def test_a_bad_env_arg_is_one_line_in_both_front_ends(fixtures_dir: Path, tmp_pa
 def test_an_unknown_env_config_key_names_the_key(fixtures_dir: Path, tmp_path: Path) -> None:
     done = vfcheck("check", "vfc-echo", "--path", str(fixtures_dir), "--env-arg",
                    "phrasez=[1]", "--checks", "gold", "--json", "r.json", cwd=tmp_path)
-    assert done.returncode == 1
+    assert done.returncode == 2  # the user's input: a usage error, in one line
+    assert done.stderr.splitlines()[-1] == (
+        "vfcheck: error: env arg phrasez=[1]: env 'vfc-echo' rejects it: unknown config key "
+        "'taskset.phrasez' (Extra inputs are not permitted)")
     (load,) = [f for f in json.loads((tmp_path / "r.json").read_text())["envs"][0]["findings"]
-               if f["check"] == "load"]
+               if f["check"] == "load"]  # the report written so far stays
     assert "unknown config key" in load["message"] and "phrasez" in load["message"]
+    assert load["outcome"] == "error" and load["details"]["usage"] is True
 
 
 @pytest.mark.slow
@@ -205,3 +209,45 @@ def test_the_header_replay_line_runs_the_same_checks_in_both_front_ends(
             ) in plugin.stdout.splitlines()
 
 
+@pytest.mark.slow
+def test_the_seed_that_plays_is_the_one_every_report_names(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """No `--seed`: the script file's seed plays, and the header, the JSON and HTML reports
+    and the golden traces' header all say so (they used to say None or 0)."""
+    (tmp_path / "s.toml").write_text("seed = 5\n")
+    done = vfcheck("check", "vfc-echo", "--path", str(fixtures_dir), "--script", "s.toml",
+                   "--checks", "golden", "--sample", "1", "--golden-dir", "g",
+                   "--golden-update", "--json", "r.json", "--html", "r.html", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert " · seed 5 · " in done.stdout.splitlines()[0]
+    assert json.loads((tmp_path / "r.json").read_text())["seed"] == 5
+    assert "seed 5" in (tmp_path / "r.html").read_text()
+    (golden,) = (tmp_path / "g" / "vfc-echo").iterdir()
+    assert json.loads(golden.read_text())["header"]["seed"] == 5
+    assert "--seed" not in done.stdout.splitlines()[1]  # the replayed script plays it
+
+
+def test_the_header_says_how_much_of_the_machine_the_run_takes(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """Sized to the free cores and memory unless the user says; both front ends' header
+    says what was chosen (the last line, after the replay line)."""
+    measured = vfcheck("check", "vfc-echo", "--path", str(fixtures_dir), "--checks", "load",
+                       cwd=tmp_path)
+    line = next(x for x in measured.stdout.splitlines() if x.startswith("concurrency: "))
+    assert " cores, " in line and " busy, " in line and line.endswith("GiB free)"), line
+    given = vfcheck("check", "vfc-echo", "--path", str(fixtures_dir), "--checks", "load",
+                    "--episodes-at-once", "3", cwd=tmp_path,
+                    env={"VFCHECK_ENVS_AT_ONCE": "1"})
+    line = next(x for x in given.stdout.splitlines() if x.startswith("concurrency: "))
+    assert line.startswith("concurrency: 1 env(s) at once, per env 3 chat or 3 tool/harness "
+                           "episode(s) in flight ("), line
+    assert line.endswith("; --envs-at-once and --episodes-at-once given)"), line
+    plugin = subprocess.run(
+        [sys.executable, "-m", "pytest", "--vf-env", "vfc-echo", f"--vf-path={fixtures_dir}",
+         "--vf-checks", "load", "--vf-episodes-at-once", "2", "-p", "no:cacheprovider"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert plugin.returncode == 0, plugin.stdout[-2000:]
+    assert any(x.startswith("concurrency: 1 env(s) at once, per env 2 chat or 2 ")
+               for x in plugin.stdout.splitlines()), plugin.stdout[-2000:]

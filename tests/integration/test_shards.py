@@ -100,6 +100,8 @@ def test_merge_refuses_what_would_not_be_one_honest_report(tmp_path: Path) -> No
     of = ["a", "b"]
     one = write(tmp_path / "1.json", [env("a", finding("load", "passed"))], (1, 2), of)
     two = write(tmp_path / "2.json", [env("b", finding("load", "passed"))], (2, 2), of)
+    copy = tmp_path / "2-copy.json"  # the same shard's report, downloaded twice
+    copy.write_text(two.read_text())
     again = write(tmp_path / "again.json", [env("a", finding("load", "passed"))])
     other = write(tmp_path / "other.json", [env("z", finding("load", "passed"))], (2, 2),
                   ["y", "z"])
@@ -114,7 +116,8 @@ def test_merge_refuses_what_would_not_be_one_honest_report(tmp_path: Path) -> No
         (str(one), str(again)): "env 'a' is in both",
         (str(one),): "shard(s) 2/2 of this run are missing (got 1/2)",
         (str(one), str(other)): "shard 2/2 of other envs than the reports before it",
-        (str(one), str(two), str(two)): "shard 2/2 again",
+        (str(one), str(two), str(copy)): "shard 2/2 again",
+        (str(one), str(one)): "1.json: given twice",
     }
     for files, message in cases.items():
         done = vfcheck("merge", *files, cwd=tmp_path)

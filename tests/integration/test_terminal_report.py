@@ -31,7 +31,7 @@ def test_check_prints_counts_a_grid_and_only_the_failing_rows(
     assert done.returncode == 1, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     # the live marks, one per finding as it arrives (in the order the worker ends them)
-    live = lines[2]  # below the two header lines
+    live = lines[3]  # below the header: what runs, the rerun line, the concurrency
     assert live.startswith("vfc-broken-gold ")
     assert sorted(live.removeprefix("vfc-broken-gold ")) == sorted(".F.s")
     assert "vfc-broken-gold: 1 failed, 2 passed, 1 skipped" in lines

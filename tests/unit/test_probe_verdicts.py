@@ -17,6 +17,7 @@ from vfcheck.checks import reward as reward_module
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.probes import Probe, ProbeLab, ProbeResult
 from vfcheck.findings import Finding
+from vfcheck.options import CheckOptions
 
 Plays = dict[str, "ProbeResult | Callable[[Probe], ProbeResult]"]
 
@@ -39,9 +40,7 @@ def task(index: int, answer: str | None = "7", system: str = "") -> Any:
 
 
 def context(tasks: list[Any], reward_max: float | None = None) -> CheckContext:
-    options = SimpleNamespace(timeout=60.0, harness="fast", env_args={}, num_tasks=None,
-                              script=None, seed=0, reward_max=reward_max, sample=3)
-    ctx = CheckContext("vfc-canned", {}, options)
+    ctx = CheckContext("vfc-canned", {}, CheckOptions(reward_max=reward_max, sample=3))
     ctx.tasks = tasks
     return ctx
 

@@ -390,3 +390,24 @@ def test_tool_names_include_every_call_of_a_several_call_turn() -> None:
         '[[task.turn]]\n[[task.turn.calls]]\ntool = "bash"\narguments = {command = "ls"}\n'
         '[[task.turn.calls]]\ntool = "edit"\narguments = {path = "x"}\n')
     assert script.tool_names() == {"calc_add", "bash", "edit"}
+
+
+def test_the_seed_that_plays_is_the_flags_else_the_script_files_else_0(tmp_path: Path) -> None:
+    from vfcheck.options import CheckOptions
+    from vfcheck.script import seed_that_plays
+
+    script = tmp_path / "s.toml"
+    script.write_text("seed = 5\n")
+    assert seed_that_plays(None, None) == 0
+    assert seed_that_plays(None, script) == 5
+    assert seed_that_plays(3, script) == 3
+    assert seed_that_plays(0, script) == 0  # a 0 given is a seed given
+    (tmp_path / "plain.toml").write_text("[[task]]\nindex = 0\n")
+    assert seed_that_plays(None, tmp_path / "plain.toml") == 0
+    # the replay line repeats --seed only where the replayed script would not play it
+    replay = CheckOptions(script=str(script), seed=5).replay_args(pytest=False)
+    assert "--seed" not in replay and "--script" in replay
+    assert CheckOptions(script=str(script), seed=0).replay_args(pytest=False)[-2:] == [
+        "--seed", "0"]
+    assert CheckOptions(seed=7).replay_args(pytest=False) == ["--seed", "7"]
+    assert CheckOptions(script=str(script)).played_seed == 5

@@ -36,7 +36,8 @@ class CheckContext:
         self.env_args: dict[str, Any] = self.options.env_args
         self.num_tasks: int | None = self.options.num_tasks
         self.script: str | None = self.options.script
-        self.seed: int = self.options.seed if self.options.seed is not None else 0
+        self.seed: int = self.options.played_seed
+        """The seed that plays: the mock's, the golden header's."""
         self.skip: set[tuple[str, int | None]] = {(c, i) for c, i in spec.get("skip", [])}
         # filled by the `load` check
         self.env: Any = None
@@ -139,7 +140,7 @@ class CheckContext:
     def base_policy(self) -> Any:
         """The user's script as the mock's base policy (None: the built-in default)."""
         script = self.script_file
-        return None if script is None else script.policy(self.options.seed)
+        return None if script is None else script.policy(self.seed)
 
     def http_answers(self) -> list[Any]:
         """The script's `[[http]]` answers to env code's own requests (none without one)."""
@@ -196,6 +197,20 @@ class CheckContext:
         for the checks that look back at what the run did (`hygiene.network`)."""
         value = self._shared.get(key)
         return None if isinstance(value, Exception) else value
+
+    def forget(self, index: int | None) -> None:
+        """Forget what the run played and started for task `index` (None: the env), so
+        that a check run again (`vfcheck.isolation.attempts`) does its work anew: each
+        shared resource that memoises plays drops the task's (`forget`), and env-level work
+        started early that has ended (`extras`) is started again when asked."""
+        if index is None:
+            for key, pending in list(self.extras.items()):
+                if isinstance(pending, asyncio.Future) and pending.done():
+                    del self.extras[key]
+            return
+        for value in self._shared.values():
+            if callable(forget := getattr(value, "forget", None)):
+                forget(index)
 
     def memo(self, key: str, make: Callable[[], T]) -> T:
         """The run's one `key` value, made on first use (the validate config, ...)."""

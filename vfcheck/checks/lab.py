@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vfcheck.isolation.attempts import deadline_hit
+from vfcheck.isolation.floor import FLOOR
 from vfcheck.isolation.queue_clock import QUEUE_CLOCK
 
 if TYPE_CHECKING:
@@ -42,10 +44,11 @@ CANCEL_SETTLE = 5.0
 """Seconds a cancelled episode's previews get to be abandoned before `preview` judges."""
 EPISODES_AT_ONCE = max(1, min(4, os.cpu_count() or 1))
 """Episodes in flight in one worker when a role plays on the env tier or its tasks offer
-tools: one per core, at most 4. Such episodes start harness programs or tool servers, an
-interpreter each whose import (~4.5 s of CPU for verifiers) is CPU-bound; more of them than
-cores only stretches every episode towards its timeout (4 at once on 2 cores: 12 s an
-episode of vfc-tool instead of 6)."""
+tools, when the front end did not size it (`vfcheck.isolation.capacity`): one per core, at
+most 4. Such episodes start harness programs or tool servers, an interpreter each whose
+import (~4.5 s of CPU for verifiers) is CPU-bound; more of them than cores only stretches
+every episode towards its timeout (4 at once on 2 cores: 12 s an episode of vfc-tool
+instead of 6)."""
 FAST_EPISODES_AT_ONCE = 16
 """The same when every role plays on the fast tier: in-process episodes cost ~0.07 s of CPU
 each and spend most of their time waiting (the harness's retry backoff after a fault, the
@@ -106,6 +109,14 @@ def env_code_errors(result: Any) -> list[str]:
     return found
 
 
+def noted(result: Any) -> Any:
+    """`result`, its deadline noted on the current unit's attempt when the runner's
+    deadline ended it: the unit's failure is confirmed before it is reported."""
+    if result.unfinished:
+        deadline_hit(result.runner_error or "the episode's deadline")
+    return result
+
+
 def unfinished_plays(results: Sequence[Any], index: int) -> str | None:
     """Why plays cannot be compared, when the runner's deadline ended one of them (a hung
     tool, a hook that never returns): where it stopped is no behaviour to hold an env to,
@@ -156,8 +167,8 @@ class EpisodeLab:
                 self.router.assigned[trace.id] = policy
 
         runner = runner or self.runner
-        async with QUEUE_CLOCK.slot(self._gate):
-            return await runner.play(task, timeout=self.timeout, on_trace=assign)
+        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared()):
+            return noted(await runner.play(task, timeout=self.timeout, on_trace=assign))
 
     def slot(self) -> contextlib.AbstractAsyncContextManager[None]:
         """One of the lab's episode slots, for an episode played by other means (through an
@@ -168,7 +179,13 @@ class EpisodeLab:
         index = task.data.idx
         if index not in self._plays:
             self._plays[index] = asyncio.ensure_future(self.play(task))
-        return await asyncio.shield(self._plays[index])
+        return noted(await asyncio.shield(self._plays[index]))
+
+    def forget(self, index: int) -> None:
+        """Drop the memoised plays of task `index`: its checks run again
+        (`vfcheck.isolation.attempts`) and play anew."""
+        self._plays.pop(index, None)
+        self._second_plays.pop(index, None)
 
     async def extra_runner(self, name: str) -> Any:
         """The runner `name` (`timeout`: the hang's short agent timeout; `fault`: no
@@ -191,11 +208,18 @@ class EpisodeLab:
         """The task's two happy plays (memoised: `determinism.replay` and `golden` share
         them; the first is also `episode`'s and `lifecycle`'s), played concurrently."""
         index = task.data.idx
+        done = self._plays.get(index)
+        if done is not None and done.done() and not done.cancelled() and (
+                done.exception() is None and done.result().unfinished):
+            # a first play the deadline ended leaves nothing to compare (`unfinished_plays`),
+            # whatever the second does: a check run again alone does not wait out another
+            first = noted(done.result())
+            return first, first
         if index not in self._second_plays:
             self._second_plays[index] = asyncio.ensure_future(self.play(task))
         first, second = await asyncio.gather(
             self.first_play(task), asyncio.shield(self._second_plays[index]))
-        return first, second
+        return first, noted(second)
 
     async def play_hang(self, task: Any) -> Any:
         """Play against a model that never answers, on the runner whose roles have the short
@@ -214,9 +238,12 @@ class EpisodeLab:
         def assign(trace: Any) -> None:
             self.router.assigned[trace.id] = hang
 
-        async with QUEUE_CLOCK.slot(self._gate):
-            return await play_cancelled(self.runner, task, assign, wait=self.timeout,
-                                        settle=CANCEL_SETTLE)
+        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared()):
+            traces, seen = await play_cancelled(self.runner, task, assign, wait=self.timeout,
+                                                settle=CANCEL_SETTLE)
+        if not seen:
+            deadline_hit(f"no model request within the {self.timeout:g}s deadline")
+        return traces, seen
 
 
 async def episode_lab(ctx: CheckContext) -> EpisodeLab:
@@ -247,8 +274,11 @@ async def open_lab(ctx: CheckContext, stack: contextlib.AsyncExitStack) -> Episo
     fast = all(t.tier == "fast" for t in ctx.tiers)
     # in-process episodes of tool-less roles are cheap; a tool server is an interpreter each
     wide = fast and not any(t.tools for t in ctx.tiers)
+    capacity = ctx.spec.get("capacity") or {}
+    at_once = (capacity.get("chat_episodes", FAST_EPISODES_AT_ONCE) if wide
+               else capacity.get("interpreter_episodes", EPISODES_AT_ONCE))
     lab = EpisodeLab(ctx.env_id, runner, router, open_runner(roles), ctx.timeout,
-                     at_once=FAST_EPISODES_AT_ONCE if wide else EPISODES_AT_ONCE,
+                     at_once=int(at_once),
                      open_fault_runner=open_runner({}) if any(
                          t.tier == "fast" for t in ctx.tiers) else None)
     lab.goldens = golden_plan(ctx)

@@ -21,6 +21,7 @@ from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
 from vfcheck.isolation import offline_sockets
+from vfcheck.isolation.attempts import deadline_hit
 from vfcheck.isolation.processes import WORKER_HASH_SEED
 from vfcheck.paths import shown_path
 
@@ -153,7 +154,8 @@ async def compare_loads(env_id: str, fresh: Awaitable[list[str]], own: list[str]
 )
 async def load(ctx: CheckContext, _: Any) -> Finding:
     """Load the env, its tasks and role tiers into `ctx` (only when the finding passes)."""
-    from vfcheck.episodes.runner import EnvLoadError, load_env, load_tasks
+    from vfcheck.episodes.load_errors import EnvArgError, EnvLoadError
+    from vfcheck.episodes.runner import load_env, load_tasks
 
     attempts: list[str] = []
 
@@ -173,9 +175,12 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
     try:
         env, tiers, tasks = await asyncio.wait_for(asyncio.to_thread(load_all), budget)
     except TimeoutError:
+        deadline_hit(f"loading did not finish within {budget:g}s")
         return load_finding(ctx.env_id, "failed",
                             f"env {ctx.env_id!r}: loading did not finish within {budget:g}s "
                             f"(an infinite or hanging load()?). Contract: {contract}.")
+    except EnvArgError as e:  # the user's input: the front ends make it a usage error
+        return load_finding(ctx.env_id, "error", str(e), usage=True)
     except EnvLoadError as e:
         message = str(e).rstrip(".")
         if attempts:
@@ -203,7 +208,8 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
             ctx.env_id, "error",
             f"env {ctx.env_id!r}: the script {shown_path(Path(ctx.script or ''))} lists "
             f"{stray}; vfcheck did not "
-            "check the env with a script it cannot follow (fix the entry's key or index)")
+            "check the env with a script it cannot follow (fix the entry's key or index)",
+            usage=True)
     if finding.outcome == "passed":
         ctx.env, ctx.tiers, ctx.tasks = env, tiers, tasks
     return finding

@@ -49,6 +49,8 @@ class ProbeResult:
     from (`yes/no (its prompt)`)."""
     format: str = ""
     """The answer format the reply was written in (`in <answer> tags`), where it carries one."""
+    unfinished: bool = False
+    """The runner's deadline ended the episode (`EpisodeResult.unfinished`)."""
 
     def describe(self) -> str:
         """`reward 1 (echoed=1)`, or what kept it from being scored."""

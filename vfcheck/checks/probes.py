@@ -46,6 +46,7 @@ from vfcheck.checks.reference_answer import (
     wrong_answer,
 )
 from vfcheck.checks.trivial_probes import TRIVIAL_PROBES, prompt_text, system_text, trivial_probe
+from vfcheck.isolation.attempts import deadline_hit
 
 if TYPE_CHECKING:
     from vfcheck.checks.context import CheckContext
@@ -181,7 +182,16 @@ class ProbeLab:
                 if index == key[0] and reply_of(name) == reply_of(probe.name)]
             self._plays[key] = asyncio.ensure_future(self._reuse_or_play(task, probe,
                                                                          same_reply))
-        return await asyncio.shield(self._plays[key])
+        result = await asyncio.shield(self._plays[key])
+        if result.unfinished:  # each check that reads it is confirmed before it fails
+            deadline_hit(result.runner_error or "the episode's deadline")
+        return result
+
+    def forget(self, index: int) -> None:
+        """Drop the memoised probes of task `index` (`EpisodeLab.forget`)."""
+        for key in [k for k in self._plays if k[0] == index]:
+            del self._plays[key]
+        self._oracles.pop(index, None)
 
     async def _reuse_or_play(self, task: Any, probe: Probe,
                              same_reply: list[asyncio.Future[ProbeResult]]) -> ProbeResult:
@@ -233,7 +243,8 @@ class ProbeLab:
             rewards=rewards, errors=result.errors(), seats=tuple(t.reward for t in scored),
             judge_calls=sum(1 for r in mine if r.request.kind == "judge"),
             turns=len(agent), env_tools=[n for n in offered if n not in HARNESS_BUILTIN_TOOLS],
-            runner_error=result.runner_error, weights=weights, judges=judges,
+            runner_error=result.runner_error, unfinished=result.unfinished, weights=weights,
+            judges=judges,
             format=probe.format)
 
     def judge_labels(self, task: Any) -> tuple[str, str] | None:

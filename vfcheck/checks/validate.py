@@ -14,6 +14,7 @@ from typing import Any
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding, TaskId
+from vfcheck.isolation.attempts import deadline_hit
 
 MODES = ("setup", "gold", "noop")
 
@@ -124,6 +125,8 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any) -> Finding:
     with episode_scope(EpisodeRef(TaskRef(tid.index, tid.key), judge=verdict,
                                   stage=lambda: where)):
         row = await run_check(task, config, mode)
+    if row.get("reason") == "timeout":
+        deadline_hit(f"{mode} timed out ({row.get('error_type') or 'TimeoutError'})")
     return row_finding(env_id, tid, mode, row, await name_scoring_hooks(task, row))
 
 

@@ -145,6 +145,8 @@ def parse_env_arg(text: str) -> tuple[str, Any]:
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise ValueError(f"env arg {text!r} is not KEY=VALUE")
+    if any(not part.strip() for part in key.split(".")):
+        raise ValueError(f"env arg {text!r}: the dotted KEY {key.strip()!r} has an empty part")
     try:
         value: Any = json.loads(raw)
     except json.JSONDecodeError:

@@ -22,6 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from vfcheck.episodes.harness_deps import HarnessDependencyError, dependency_problem
+from vfcheck.episodes.load_errors import (
+    EnvArgError,
+    EnvLoadError,
+    id_hint,
+    load_error_cause,
+    rejected_args,
+)
 from vfcheck.episodes.offline import (
     DEFAULT_API_KEY_VAR,
     MOCK_API_KEY_VAR,
@@ -41,10 +48,6 @@ from vfcheck.model import (
 
 REAL_MODEL_DEFAULT = "gpt-4.1-mini"
 """The model name sent to a real `base_url` when none is given."""
-
-
-class EnvLoadError(Exception):
-    """The env could not be loaded: one line saying what and where (the `load` finding)."""
 
 
 @dataclass(frozen=True)
@@ -146,57 +149,11 @@ def load_env(
             config = offline_env_config(env_id, env_args, harness=pins)
             env = vf.load_environment(config)
     except Exception as e:
+        if (rejected := rejected_args(env_id, env_args, e)) is not None:
+            raise EnvArgError(rejected) from e
         raise EnvLoadError(f"env {env_id!r} failed to load: {load_error_cause(e)}"
                            f"{id_hint(env_id)}") from e
     return env, tiers
-
-
-def id_hint(env_id: str) -> str:
-    """` (an env id is a module's name ...)`, when `env_id` looks like a file path: the
-    mistake of passing `fixtures/my_env.py` for `my-env`."""
-    if "/" not in env_id and "\\" not in env_id and not env_id.endswith(".py"):
-        return ""
-    path = Path(env_id)
-    name = path.stem.replace("_", "-")
-    folder = str(path.parent) if str(path.parent) not in ("", ".") else "."
-    return (f" ({env_id!r} looks like a file path; an env id is its module's name with "
-            f"dashes: try `{name} --path {folder}`)")
-
-
-def load_error_cause(error: BaseException) -> str:
-    """One line saying why a load failed, from verifiers' wrapped exceptions.
-
-    verifiers reports a module whose own import fails ("No module named 'dep'") as the
-    taskset "not found" (`utils/loaders.py:_import_plugin` catches ModuleNotFoundError), and
-    an export error surfaces wrapped in a pydantic ValidationError of the env config."""
-    chain: list[BaseException] = []
-    seen: BaseException | None = error
-    while seen is not None and seen not in chain:
-        chain.append(seen)
-        seen = seen.__cause__ or seen.__context__
-    missing = [e for e in chain[1:] if isinstance(e, ModuleNotFoundError)]
-    if isinstance(error, ModuleNotFoundError) and missing:
-        inner = missing[-1]
-        target = str(error).split("tried to import ", 1)[-1].split(")", 1)[0].strip("'")
-        if inner.name and inner.name != target:
-            return (f"its module {target!r} was found but failed to import: "
-                    f"ModuleNotFoundError: No module named {inner.name!r}")
-    errors = getattr(error, "errors", None)
-    if callable(errors) and type(error).__name__ == "ValidationError":
-        messages = []
-        for e in errors():
-            message = str(e.get("msg", "")).removeprefix("Value error, ")
-            where = ".".join(str(part) for part in e.get("loc") or ())
-            # a config key the env does not have (a typo in --env-arg), or lacks: name it
-            if where and e.get("type") == "extra_forbidden":
-                message = f"unknown config key {where!r} ({message})"
-            elif where and e.get("type") == "missing":
-                message = f"config key {where!r} is required ({message})"
-            elif where:
-                message = f"config key {where!r}: {message}, got {e.get('input')!r}"
-            messages.append(message)
-        return " ".join("; ".join(dict.fromkeys(messages)).split())
-    return " ".join(f"{type(error).__name__}: {error}".split())
 
 
 def load_tasks(env: Any, num_tasks: int | None) -> list[Any]:

@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 
 
 
+class UsageInput(Exception):
+    """An env cannot take the user's input (a script entry, an env arg): a usage error."""
+
+
 def add_episode_options(parser: argparse.ArgumentParser, *, base_url: str,
                         required: bool = False) -> None:
     """The flags of the commands that play episodes against an endpoint (`run`, `record`):
@@ -152,7 +156,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
         console.print(f"vfcheck: {run.shard.empty_note(run.envs)}", highlight=False,
                       soft_wrap=True)
-        return _conclude(console, [], run, seed=options.seed, verifiers=verifiers_version())
+        return _conclude(console, [], run, seed=options.played_seed,
+                         verifiers=verifiers_version())
     with CheckRun(envs, options, run, front="cli") as check_run:
         for line in check_run.header():
             console.print(line, highlight=False, markup=False, soft_wrap=True)
@@ -164,6 +169,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             check_run.interrupted(interrupt)
             show_reports(console, check_run.finish(), verbose=run.verbose)
             raise
+        except UsageInput as e:  # what was found so far is written; nothing more runs
+            check_run.finish()
+            print(f"vfcheck: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
         reports = check_run.finish()
     show_reports(console, reports, verbose=run.verbose)
     return check_run.exit_code(reports)
@@ -189,6 +198,8 @@ def _follow(console: Any, check: Any, checkpoint: Callable[[], None], *,
                 if unit in shown:
                     continue
                 shown.add(unit)
+                if finding.usage:
+                    raise UsageInput(finding.message)
                 style = OUTCOME_STYLE.get(finding.outcome, "white")
                 if not verbose:
                     console.print(f"[{style}]{MARKS.get(finding.outcome, '?')}[/]", end="",
@@ -287,8 +298,8 @@ def cmd_list_checks(args: argparse.Namespace) -> int:
 def cmd_wheels(args: argparse.Namespace) -> int:
     """Fill a wheel folder for `--wheels`: the dependencies of verifiers' chat program and
     of the named envs' harness programs, for this interpreter, proven to resolve offline."""
+    from vfcheck.episodes.load_errors import EnvLoadError
     from vfcheck.episodes.offline import prepare_process_env
-    from vfcheck.episodes.runner import EnvLoadError
     from vfcheck.episodes.wheels_command import WheelsError, fill, programs_of
     from vfcheck.option_table import OptionError
     from vfcheck.paths import unwritable

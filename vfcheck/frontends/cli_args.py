@@ -36,8 +36,15 @@ def bounded(kind: type[int] | type[float], low: float, high: float | None = None
 def resolved(args: argparse.Namespace, *, pyproject: bool = True) -> Resolved:
     """The options of `args.command`, checked (`vfcheck.options.resolve`): `[tool.vfcheck]`
     of the nearest pyproject.toml (`vfcheck check`), overridden by the command line."""
+    from vfcheck.frontends.step_summary import check_step_summary
     from vfcheck.option_table import cli_given
     from vfcheck.options import resolve
 
-    return resolve(Path.cwd(), cli_given(args, args.command), front="cli",
-                   pyproject=pyproject)
+    found = resolve(Path.cwd(), cli_given(args, args.command), front="cli", pyproject=pyproject)
+    if args.command in SUMMARY_COMMANDS:
+        check_step_summary()
+    return found
+
+
+SUMMARY_COMMANDS = ("check", "library", "merge")
+"""The subcommands that append to `$GITHUB_STEP_SUMMARY` at their end."""

@@ -21,15 +21,14 @@ def _load_script(script: str | None) -> Any:
     return None if script is None else Script.load(Path(script))
 
 
-def _scripted_model(script: Any, seed: int | None) -> Any:
-    """The mock's model: the user's loaded script if any (its own seed unless `seed` is
-    given), else the built-in default policy."""
+def _scripted_model(script: Any, seed: int) -> Any:
+    """The mock's model: the user's loaded script if any, else the built-in default policy;
+    `seed` is the one that plays (`CheckOptions.played_seed`)."""
     from vfcheck.model import ScriptedModel
 
     if script is None:
-        return ScriptedModel(seed=seed or 0)
-    return ScriptedModel(script.policy(seed), seed=script.seed if seed is None else seed,
-                         http=script.http_answers())
+        return ScriptedModel(seed=seed)
+    return ScriptedModel(script.policy(seed), seed=seed, http=script.http_answers())
 
 
 def check_output_and_url(output: Path, base_url: str | None) -> None:
@@ -49,7 +48,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from vfcheck.cassette import misses
-    from vfcheck.episodes.runner import EnvLoadError, EpisodeResult, run_episodes
+    from vfcheck.episodes.load_errors import EnvArgError, EnvLoadError
+    from vfcheck.episodes.runner import EpisodeResult, run_episodes
     from vfcheck.frontends.run_report import episode_table
     from vfcheck.isolation.workdirs import owned
     from vfcheck.script import ScriptError
@@ -60,7 +60,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     check_output_and_url(output, args.base_url)
     script = _load_script(options.script)
-    model = None if args.base_url else _scripted_model(script, options.seed)
+    model = None if args.base_url else _scripted_model(script, options.played_seed)
     progress = Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), console=console, transient=False,
@@ -99,6 +99,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 on_start=started, on_result=finished,
                 on_tasks=follows_script,
             ))
+    except EnvArgError as e:
+        print(f"vfcheck: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except EnvLoadError as e:
         print(f"vfcheck: {e}", file=sys.stderr)  # one line, never wrapped
         return EXIT_FAILED
@@ -133,7 +136,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from vfcheck.cassette import ApiKeyMissing, RecordError, record, write_cassette
-    from vfcheck.episodes.runner import EnvLoadError
+    from vfcheck.episodes.load_errors import EnvArgError, EnvLoadError
     from vfcheck.isolation.workdirs import owned
 
     console = Console(stderr=True)
@@ -151,8 +154,9 @@ def cmd_record(args: argparse.Namespace) -> int:
                 timeout=args.timeout, concurrency=args.concurrency,
             ))
     except (EnvLoadError, RecordError) as e:
-        print(f"vfcheck: {e}", file=sys.stderr)  # one line, never wrapped
-        return EXIT_USAGE if isinstance(e, ApiKeyMissing) else EXIT_FAILED
+        said = "error: " if isinstance(e, EnvArgError) else ""
+        print(f"vfcheck: {said}{e}", file=sys.stderr)  # one line, never wrapped
+        return EXIT_USAGE if isinstance(e, ApiKeyMissing | EnvArgError) else EXIT_FAILED
     write_cassette(args.output, recording.text)
     for tier in recording.tiers:
         console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})",
@@ -199,7 +203,8 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
 
     options = resolved(args, pyproject=False).check
     try:
-        serve_forever(_scripted_model(_load_script(options.script), options.seed), args.port)
+        serve_forever(_scripted_model(_load_script(options.script), options.played_seed),
+                      args.port)
     except OSError as e:  # the port is taken, or not ours to bind
         print(f"vfcheck: error: mock-server cannot listen on 127.0.0.1:{args.port}: "
               f"{e.strerror or e} (use another --port, or --port 0 for a free one)",

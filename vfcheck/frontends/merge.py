@@ -57,7 +57,11 @@ def merge(paths: list[Path]) -> Merged:
     first: dict[str, tuple[Any, str]] = {}
     shards: dict[int, str] = {}
     split: tuple[int, list[str]] | None = None
+    given: set[Path] = set()
     for path in paths:
+        if path.resolve() in given:  # a shell glob and a name, or a name typed twice
+            raise MergeError(f"{shown_path(path)}: given twice")
+        given.add(path.resolve())
         data = read_report(path)
         where = shown_path(path)
         for key in ("verifiers", "seed"):

@@ -58,9 +58,12 @@ def resolved_from_config(config: pytest.Config) -> Resolved:
     """`[tool.vfcheck]` of the pyproject.toml nearest the working directory, overridden by
     the `--vf-*` options. Not pytest's rootdir: pytest computes it before plugin options are
     known, so `--vf-path /other/project/envs` (two words) puts it in that other project."""
+    from vfcheck.frontends.step_summary import check_step_summary
     from vfcheck.options import resolve
 
-    return resolve(config.invocation_params.dir, pytest_given(config), front="pytest")
+    found = resolve(config.invocation_params.dir, pytest_given(config), front="pytest")
+    check_step_summary()
+    return found
 
 
 def options_from_config(config: pytest.Config) -> CheckOptions:
@@ -300,7 +303,13 @@ class VfcheckSession:
         if not self.owner:
             return
         try:
-            self.check_run.finish()  # -x, -k, an interrupt: stops the workers left
+            reports = self.check_run.finish()  # -x, -k, an interrupt: stops the workers left
+            usage = [f.message for r in reports for f in r.findings if f.usage]
+            if usage and session.exitstatus != pytest.ExitCode.USAGE_ERROR:
+                # under xdist the workers' collection raised it, and xdist says only "no
+                # tests ran": the controller says what, and exits as a usage error
+                sys.stderr.write(f"ERROR: vfcheck: {usage[0]}\n")
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
             if session.exitstatus == pytest.ExitCode.INTERRUPTED or self.check_run.interrupt:
                 # as `vfcheck check`: 130 interrupted (SIGINT), 143 terminated (SIGTERM)
                 session.exitstatus = self.check_run.interrupt or EXIT_SIGINT
@@ -330,6 +339,9 @@ class EnvCollector(pytest.Collector):
                 ("load", None) in log.findings
                 and log.findings["load", None].outcome != "passed"))
             plan = log.plan
+            load = log.findings.get(("load", None))
+            if load is not None and load.usage:  # the user's input: no verdict on the env
+                raise pytest.UsageError(f"vfcheck: {load.message}")
         units: list[Unit] = [("load", None)]
         if plan is not None:
             units = expected_units(plan, self.vf.options.families)

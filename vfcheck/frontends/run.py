@@ -1,10 +1,11 @@
 """One check run, the same for `vfcheck check` and `pytest --vf-env`: `CheckRun`.
 
-It owns the run's life: the header (what runs, and the command that runs it again), a temp
-run dir for the event logs, one supervised check worker per env (`EnvCheck`, at most
-`RunOptions.envs_at_once` at a time), SIGTERM as an orderly interrupt (`vfcheck.exits`), the
-JSON report, and at the end the sweep of work dirs that killed workers left and the removal
-of the run dir. The front ends only show findings: a table per env, or one pytest item each.
+It owns the run's life: the header (what runs, the command that runs it again, and the
+run's share of the machine), a temp run dir for the event logs, one supervised check worker
+per env (`EnvCheck`, as many at a time as `vfcheck.isolation.capacity` chose), SIGTERM as an
+orderly interrupt (`vfcheck.exits`), the JSON report, and at the end the sweep of work dirs
+that killed workers left and the removal of the run dir. The front ends only show findings:
+a table per env, or one pytest item each.
 
 Nothing here imports verifiers.
 """
@@ -36,6 +37,7 @@ from vfcheck.exits import (
 
 if TYPE_CHECKING:
     from vfcheck.findings import EnvReport
+    from vfcheck.isolation.capacity import Capacity
     from vfcheck.isolation.supervisor import EnvCheck
     from vfcheck.option_table import Front
     from vfcheck.options import CheckOptions, RunOptions
@@ -104,12 +106,20 @@ class CheckRun:
         lines = [
             f"vfcheck {__version__} · verifiers {verifiers_version()} · envs "
             f"{', '.join(self.env_ids)}{shard} · harness {o.harness} · seed "
-            f"{o.seed if o.seed is not None else 0} · sample {o.sample} · timeout {o.timeout:g}s",
+            f"{o.played_seed} · sample {o.sample} · timeout {o.timeout:g}s",
         ]
         if any(spec.family == "golden" for spec in select(o.families)):
             mode = "update" if o.golden_update else "strict" if o.golden_strict else "compare"
             lines.append(f"golden traces: {shown_path(Path(o.golden_dir))}/ ({mode})")
-        return [*lines, f"rerun: {self.replay_command()}"]
+        return [*lines, f"rerun: {self.replay_command()}", self.capacity.line()]
+
+    @functools.cached_property
+    def capacity(self) -> Capacity:
+        """This run's share of the machine (`vfcheck.isolation.capacity`), measured once."""
+        from vfcheck.isolation.capacity import measure
+
+        return measure(len(self.env_ids), envs_at_once=self.run.envs_at_once,
+                       episodes_at_once=self.run.episodes_at_once)
 
     # -- the run
 
@@ -118,7 +128,7 @@ class CheckRun:
         every env) start, each env waiting for a slot. More can `launch` later."""
         self._signals = self._cleanup.enter_context(first_interrupt_wins())
         self.run_dir = Path(tempfile.mkdtemp(prefix=f"vfcheck-{self.front}-"))
-        self._slots = threading.BoundedSemaphore(self.run.envs_at_once)
+        self._slots = threading.BoundedSemaphore(self.capacity.envs_at_once)
         for env_id in self.env_ids if env_ids is None else env_ids:
             self.launch(env_id)
 
@@ -130,7 +140,8 @@ class CheckRun:
             return self.checks[env_id]
         assert self.run_dir is not None and self._slots is not None, "start() first"
         check = EnvCheck(env_id, self.options, self.run_dir, slots=self._slots,
-                         pytest=self.front == "pytest", plan_only=self.plan_only)
+                         pytest=self.front == "pytest", plan_only=self.plan_only,
+                         capacity=self.capacity.for_worker())
         self.checks[env_id] = check
         check.start()
         return check
@@ -192,7 +203,8 @@ class CheckRun:
         step summary too."""
         from vfcheck.frontends.report_files import write_reports
 
-        write_reports(reports, self.run, verifiers=verifiers_version(), seed=self.options.seed,
+        write_reports(reports, self.run, verifiers=verifiers_version(),
+                      seed=self.options.played_seed,
                       final=final, junit=self.front == "cli")  # pytest writes its own
         self._written = (time.monotonic(), sum(len(report.findings) for report in reports))
 

@@ -58,6 +58,18 @@ def summary_markdown(reports: Sequence[EnvReport]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def check_step_summary(environ: Mapping[str, str] | None = None) -> None:
+    """Raise `OptionError` (a usage error, before any work) when `$GITHUB_STEP_SUMMARY`
+    names a file that cannot be written."""
+    from vfcheck.option_table import OptionError
+    from vfcheck.paths import unwritable
+
+    target = (os.environ if environ is None else environ).get(STEP_SUMMARY_VAR)
+    if target and (problem := unwritable(Path(target).absolute())) is not None:
+        raise OptionError(f"environment variable {STEP_SUMMARY_VAR}: cannot write "
+                          f"{Path(target).absolute()}: {problem}")
+
+
 def append_step_summary(reports: Sequence[EnvReport],
                         environ: Mapping[str, str] | None = None) -> Path | None:
     """Append the summary to `$GITHUB_STEP_SUMMARY` when it is set; the file, or None.

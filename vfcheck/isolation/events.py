@@ -8,6 +8,8 @@ env's work per worker), and what was written survives an interrupt. Events:
 - `plan` (tasks, the sampled indices, the harness tier per role)
 - `start` / `finding` for each check unit (`check`, `index`)
 - `queued`: seconds the worker's episodes have waited for a slot so far (`seconds`)
+- `deferred`: a unit's failure came after a deadline; it runs again alone before it is
+  reported (`vfcheck.isolation.attempts`), with a `start` of its own
 - `stalled` (the worker's watchdog: env code blocked the loop or ignored a cancellation,
   and where; the supervisor kills the worker on it — see `Stall`)
 - `done` (the worker finished), `final` (the supervisor finished: nothing more will come)
@@ -147,6 +149,8 @@ class EventLog:
             unit = (event["check"], event["index"])
             self.started[unit] = (time.monotonic(), float(event.get("deadline") or 0.0),
                                   self.queued)
+        elif kind == "deferred":  # it runs again alone later (`vfcheck.isolation.attempts`)
+            self.started.pop((event["check"], event["index"]), None)
         elif kind == "queued":
             self.queued = float(event.get("seconds") or 0.0)
         elif kind == "finding":

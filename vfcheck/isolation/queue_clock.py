@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 
 class QueueClock:
@@ -33,25 +33,34 @@ class QueueClock:
         return self._total + time.monotonic() - self._since
 
     @contextlib.asynccontextmanager
-    async def slot(self, gate: asyncio.Semaphore) -> AsyncIterator[None]:
-        """Hold one of `gate`'s slots; the time spent waiting for it is counted."""
-        if gate.locked():
-            self._waiting += 1
-            if self._waiting == 1:
-                self._since = time.monotonic()
-            try:
+    async def slot(self, gate: asyncio.Semaphore,
+                   *held: contextlib.AbstractAsyncContextManager[None]) -> AsyncIterator[None]:
+        """Hold one of `gate`'s slots, then each of `held` (the run's floor); the time spent
+        waiting for them is counted."""
+        async with contextlib.AsyncExitStack() as stack:
+            if gate.locked():
+                with self._counting():
+                    await gate.acquire()
+            else:
                 await gate.acquire()
-            finally:
-                self._waiting -= 1
-                if self._waiting == 0 and self._since is not None:
-                    self._total += time.monotonic() - self._since
-                    self._since = None
-        else:
-            await gate.acquire()
+            stack.callback(gate.release)
+            for hold in held:
+                with self._counting():
+                    await stack.enter_async_context(hold)
+            yield
+
+    @contextlib.contextmanager
+    def _counting(self) -> Iterator[None]:
+        self._waiting += 1
+        if self._waiting == 1:
+            self._since = time.monotonic()
         try:
             yield
         finally:
-            gate.release()
+            self._waiting -= 1
+            if self._waiting == 0 and self._since is not None:
+                self._total += time.monotonic() - self._since
+                self._since = None
 
 
 QUEUE_CLOCK = QueueClock()

@@ -24,9 +24,10 @@ its process tree, when
   A stall the watchdog names costs one restart and is not counted against `MAX_RESTARTS`
   (it always settles a unit, so the run progresses);
 - a unit outlives its deadline (plus grace) with no stall named (a C call holding the
-  GIL, vfcheck's own code). If one unit was in flight it fails ("did not finish"); if
-  several were, they are retried one at a time first, so the next stall names the
-  culprit.
+  GIL, vfcheck's own code). The units in flight run again, one at a time, alone on the
+  run's floor (`vfcheck.isolation.floor`): a deadline the machine's load decided must not
+  fail a check, and a second death names the culprit. One that dies again fails ("did not
+  finish ... twice, the second time alone").
 
 The worker is then restarted for the units without a finding. The supervisor writes what
 it concludes to the same event log, so every reader sees one story.
@@ -82,14 +83,16 @@ class EnvCheck:
 
     def __init__(self, env_id: str, options: CheckOptions, run_dir: Path, *,
                  slots: threading.Semaphore, pytest: bool = False,
-                 plan_only: bool = False) -> None:
+                 plan_only: bool = False, capacity: dict[str, Any] | None = None) -> None:
         self.env_id = env_id
         self.plan_only = plan_only
         """The worker loads the env, announces its plan and stops (`vfcheck.isolation.worker`)."""
         self.options = options
         self.slots = slots
-        """Env workers running at once in the front end (`RunOptions.envs_at_once`): the
-        other envs' checks queue."""
+        """Env workers running at once in the front end (`vfcheck.isolation.capacity`):
+        the other envs' checks queue."""
+        self.capacity = capacity or {}
+        """The run's share of the machine, for the worker (`Capacity.for_worker`)."""
         self.pytest = pytest
         """Which front end asked: the golden items name its command to record them."""
         self.path = event_file(run_dir, env_id, options)
@@ -131,7 +134,7 @@ class EnvCheck:
             "golden_record": self.options.record_golden_command(self.env_id,
                                                                  pytest=self.pytest),
             "skip": sorted(skip, key=str), "isolate": sorted(isolate, key=str),
-            "blocked": self.blocked, "plan_only": self.plan_only,
+            "blocked": self.blocked, "plan_only": self.plan_only, "capacity": self.capacity,
             "setup_failed": sorted(
                 i for (check, i), f in self.log.findings.items()
                 if check == "setup" and i is not None and f.bad),
@@ -179,9 +182,14 @@ class EnvCheck:
                 if os.environ.get("VFCHECK_DEBUG"):
                     print(f"vfcheck supervisor: verdict={verdict} stalled={stalled} "
                           f"isolate={isolate}", file=sys.stderr)
-                if len(stalled) == 1 or (stalled and set(stalled) <= isolate):
+                # a unit dies at its hard deadline twice, the second time alone (its own
+                # worker, the run's floor held), before it fails; env code's BaseException
+                # fails a unit in flight alone at once
+                if stalled and (set(stalled) <= isolate
+                                or (len(stalled) == 1 and stalled[0] in self.crashes)):
                     for unit in stalled:
-                        self._settle(unit, "failed", self._death_message(unit))
+                        self._settle(unit, "failed",
+                                     self._death_message(unit, alone=unit in isolate))
                     isolate -= set(stalled)
                 else:
                     isolate |= set(stalled)
@@ -194,17 +202,19 @@ class EnvCheck:
             self.log.poll()
             self._emit("final")
 
-    def _death_message(self, unit: Unit) -> str:
-        """Why `unit` ended its worker, run alone: env code's `BaseException`, or a kill at
-        the hard deadline."""
+    def _death_message(self, unit: Unit, *, alone: bool) -> str:
+        """Why `unit` ended its worker: env code's `BaseException`, or a kill at the hard
+        deadline (`alone`: twice, the second time with nothing else running)."""
         contract = BY_ID[unit[0]].contract
         if unit in self.crashes:
             return (f"{unit[0]} failed — env code {self.crashes[unit]} while it ran; a "
                     "BaseException escapes verifiers' error handling and ends the process "
                     "(vf-eval, a trainer; here vfcheck's check worker, restarted for the other "
                     f"checks). Contract: {contract}.")
-        return (f"{unit[0]} did not finish and the worker was killed at its hard deadline (the "
-                f"hook blocked the event loop or ignored cancellation). Contract: {contract}.")
+        twice = " twice, the second time alone" if alone else ""
+        return (f"{unit[0]} did not finish and the worker was killed at its hard "
+                f"deadline{twice} (the hook blocked the event loop or ignored cancellation). "
+                f"Contract: {contract}.")
 
     def _settle_stall(self, stall: Stall) -> bool:
         """Fail the unit the watchdog found stuck, naming the hook, and block the task's

@@ -11,9 +11,10 @@ Killing it says nothing about *where* env code was stuck, so the worker watches 
 - an asyncio task still running env code `CANCEL_GRACE` seconds after it was cancelled
   (`Task.cancelling()`: by a unit's deadline, verifiers' own timeouts, a `gather`) is read
   from its coroutine chain (`cr_await`), which the heartbeat scans every `SCAN_EVERY`
-  seconds. Cancellation reaches a hook through tasks vfcheck does not own (a memoised play
-  behind `asyncio.shield`, verifiers' rollout timeout), so the unit's own deadline alone
-  would see a swallowed `CancelledError` late, or never.
+  seconds (of several, the one in the most specific hook: `culprit_rank`). Cancellation
+  reaches a hook through tasks vfcheck does not own (a memoised play behind
+  `asyncio.shield`, verifiers' rollout timeout), so the unit's own deadline alone would see
+  a swallowed `CancelledError` late, or never.
 
 Either way the innermost frame of env code (not vfcheck, verifiers, the standard library
 or site-packages, unless it is the env's own package) names the function, file and line,
@@ -203,6 +204,18 @@ def find_stall(frames: list[FrameType], env_code: EnvCode, kinds: HookKinds, how
         call=called_at(innermost), seconds=round(seconds, 1), stack=stack)
 
 
+def culprit_rank(stall: Stall) -> int:
+    """Which of several tasks still running after their cancellation to name: a cancelled
+    `Task.validate` or `Task.score` goes on running while the reward task it awaits does,
+    and `asyncio.all_tasks()` is a set, so either came first. The decorated hook (a reward,
+    a tool) is the one that ignores the cancellation; then a judge or a harness; then a
+    Task's own lifecycle method; then env code in no hook."""
+    if stall.hook is None:
+        return 4
+    kind = stall.hook.split(" ", 1)[0]
+    return 0 if kind in MARKED_HOOKS else 1 if kind in ("judge", "harness") else 2
+
+
 def frames_of(frame: FrameType | None) -> list[FrameType]:
     """A thread's live frames, outermost first."""
     frames = []
@@ -301,7 +314,7 @@ class Watchdog:
         self._cancelled_at = seen
         if found:
             self._reported = True
-            self.emit(next((s for s in found if s.hook is not None), found[0]))
+            self.emit(min(found, key=culprit_rank))
 
     def _watch(self) -> None:
         while not self._closed.wait(TICK):

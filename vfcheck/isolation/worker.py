@@ -11,6 +11,10 @@ kill on. A restarted worker gets the spec's `blocked` list, what earlier stalls 
 `{"index", "stage", "by", "what"}`, and fails without running them the units of that task
 whose check runs that stage (`CheckSpec.stages`): verifiers would run the same hook again.
 
+A unit that failed after one of its deadlines fired is not reported at once: it is held
+back (a `deferred` event) and run again once the rest is done, alone on the run's floor
+(`confirm`, `vfcheck.isolation.attempts`); its spec's `capacity` sizes the episode gates.
+
 With `plan_only` in its spec the worker stops once it has announced the plan (the xdist
 controller's: it needs every env's items, its workers check the envs).
 
@@ -35,11 +39,19 @@ from vfcheck.allow import apply_allow
 from vfcheck.checks import REGISTRY
 from vfcheck.checks.context import CheckContext, task_id
 from vfcheck.checks.lab import episode_lab
-from vfcheck.checks.registry import CheckSpec, Unit
+from vfcheck.checks.registry import CheckSpec
 from vfcheck.episodes.offline import prepare_process_env
 from vfcheck.findings import Finding
+from vfcheck.isolation.attempts import (
+    CURRENT_ATTEMPT,
+    KILLED,
+    Attempt,
+    confirmed,
+    needs_confirming,
+)
 from vfcheck.isolation.child_sockets import child_log_of, guard_children
-from vfcheck.isolation.events import Stall, append_event
+from vfcheck.isolation.events import Stall, Unit, append_event
+from vfcheck.isolation.floor import FLOOR
 from vfcheck.isolation.offline_sockets import OFFLINE_SOCKETS, no_network
 from vfcheck.isolation.queue_clock import QUEUE_CLOCK
 from vfcheck.isolation.watchdog import CURRENT_UNIT, Watchdog, env_modules
@@ -70,12 +82,17 @@ class Worker:
         self.watchdog = Watchdog(self.emit_stall, self.ctx.timeout)
         self.blocked: list[dict[str, Any]] = list(spec.get("blocked") or [])
         """What stalls of earlier workers blocked (see the module docstring)."""
+        self.suspects: list[tuple[CheckSpec, Any, Finding, Attempt]] = []
+        """Units whose failure a deadline may have decided, with that first finding: they
+        run again alone before anything is reported (`confirm`)."""
+        self.emitted: dict[Unit, Finding] = {}
 
     def emit(self, event: str, **data: Any) -> None:
         append_event(self.events, {"event": event, "t": time.time(), **data})
 
     def emit_finding(self, finding: Finding) -> None:
         """Emit `finding`, as `expected` when the user allowed it (`vfcheck.allow`)."""
+        self.emitted[(finding.check, finding.task.index if finding.task else None)] = finding
         finding = apply_allow(self.env_id, finding, self.ctx.options.allow)
         self.emit("finding", finding=finding.as_dict())
 
@@ -106,8 +123,12 @@ class Worker:
             ctx.verifiers_version = verifiers.__version__
             self.emit("ready", verifiers=verifiers.__version__, python=sys.version.split()[0])
             for spec in self.phase("load"):
-                finding = await self.run_unit(spec, None)
-                if finding.outcome != "passed" or not ctx.loaded:
+                async with FLOOR.shared():
+                    finding = await self.run_unit(spec, None)
+                if finding is None:  # nothing else runs here yet: confirm it now
+                    await self.confirm()
+                    finding = self.emitted.get((spec.id, None))
+                if finding is None or finding.outcome != "passed" or not ctx.loaded:
                     return
             self.watchdog.know_env(env_modules(ctx))
             self.emit(
@@ -138,18 +159,37 @@ class Worker:
         for unit in [] if plan_only else self.units("after"):  # verifiers closed its runners
             await self.run_unit(REGISTRY[unit[0]], None)
 
-    async def run_unit(self, spec: CheckSpec, task: Any) -> Finding:
-        """Run one unit to its finding, bounded by its deadline, and emit it."""
+    async def run_unit(self, spec: CheckSpec, task: Any, *,
+                       alone: bool = False) -> Finding | None:
+        """Run one unit to its finding, bounded by its deadline, and emit it; or, when a
+        deadline may have decided a failure, keep it to be run again alone (`confirm`) and
+        return None. `alone`: this run already is that (`isolate`): its verdict stands."""
+        finding, attempt = await self.attempt(spec, task)
+        if alone:
+            finding = confirmed(None, [KILLED], finding, attempt.deadlines)
+        elif needs_confirming(finding, attempt):
+            self.suspects.append((spec, task, finding, attempt))
+            self.emit("deferred", check=spec.id, index=None if task is None else task.data.idx,
+                      deadlines=attempt.deadlines)
+            return None
+        self.emit_finding(finding)
+        return finding
+
+    async def attempt(self, spec: CheckSpec, task: Any) -> tuple[Finding, Attempt]:
+        """One run of one unit, bounded by its deadline: its finding, and the deadlines its
+        work hit (`vfcheck.isolation.attempts`)."""
         deadline = spec.deadline(self.ctx.timeout)
         unit = (spec.id, None if task is None else task.data.idx)
         self.emit("start", check=spec.id, index=unit[1], deadline=deadline)
-        token = CURRENT_UNIT.set(unit)  # the watchdog's task factory reads it
-        try:
+        attempt = Attempt()
+        tokens = CURRENT_UNIT.set(unit), CURRENT_ATTEMPT.set(attempt)  # the tasks it starts
+        try:  # inherit both: the watchdog's task factory reads the unit
             job = asyncio.ensure_future(spec.run(self.ctx, task))
         finally:
-            CURRENT_UNIT.reset(token)
+            CURRENT_UNIT.reset(tokens[0])
+            CURRENT_ATTEMPT.reset(tokens[1])
         try:
-            finding = await self.finish(job, spec, task, deadline)
+            finding = await self.finish(job, spec, task, deadline, attempt)
         except asyncio.CancelledError:
             job.cancel()
             raise
@@ -158,11 +198,39 @@ class Worker:
                 spec.id, spec.family, task_id(task) if task is not None else None, "error",
                 f"vfcheck could not run {spec.id}: {type(e).__name__}: {e}",
                 {"traceback": "".join(traceback.format_exception(e))})
-        self.emit_finding(finding)
-        return finding
+        return finding, attempt
+
+    async def confirm(self) -> None:
+        """Run each unit a deadline failed again, alone (`vfcheck.isolation.attempts`): once
+        the rest of the run is done here, one at a time, holding the run's floor alone (the
+        other workers pause). A task's plays are played anew, once, and shared by its
+        checks run again; a task whose setup timed out twice blocks its other checks, as a
+        failed setup does."""
+        order = {spec.id: i for i, spec in enumerate(REGISTRY)}
+        suspects = sorted(self.suspects, key=lambda s: (
+            -1 if s[1] is None else s[1].data.idx, order.get(s[0].id, 99)))
+        self.suspects = []
+        forgotten: set[int | None] = set()
+        setup_failed: set[int] = set()
+        for spec, task, first, first_attempt in suspects:
+            index = None if task is None else task.data.idx
+            if index in setup_failed and spec.blocked_by_setup:
+                self.emit_finding(self.ctx.finding(
+                    spec.id, task, "skipped", f"blocked — Task.setup failed on this task (see "
+                    f"setup[{index}])"))
+                continue
+            if index not in forgotten:
+                self.ctx.forget(index)
+                forgotten.add(index)
+            async with FLOOR.alone():
+                second, attempt = await self.attempt(spec, task)
+            finding = confirmed(first, first_attempt.deadlines, second, attempt.deadlines)
+            self.emit_finding(finding)
+            if index is not None and not spec.blocked_by_setup and finding.bad:
+                setup_failed.add(index)
 
     async def finish(self, job: asyncio.Future[Finding], spec: CheckSpec, task: Any,
-                     deadline: float) -> Finding:
+                     deadline: float, attempt: Attempt | None = None) -> Finding:
         """`job`'s finding within `deadline`, not counting the time episodes waited for a
         slot (`QUEUE_CLOCK`); else cancel it, and give it `KILL_WAIT` to end
         (`asyncio.wait_for` would wait forever for env code that swallows the
@@ -175,6 +243,8 @@ class Worker:
                 return job.result()
         job.cancel()
         await asyncio.wait({job}, timeout=KILL_WAIT)
+        if attempt is not None:
+            attempt.deadlines.append(f"{spec.id} did not finish within {deadline:g}s")
         return self.timed_out(spec, task, deadline, QUEUE_CLOCK.waited() - queued)
 
     async def report_queueing(self) -> None:
@@ -182,7 +252,7 @@ class Worker:
         said = 0.0
         while True:
             await asyncio.sleep(QUEUED_EVERY)
-            if (waited := QUEUE_CLOCK.waited()) > said:
+            if (waited := QUEUE_CLOCK.waited()) > said + 0.01:  # not a free slot's microseconds
                 self.emit("queued", seconds=round(waited, 3))
                 said = waited
 
@@ -214,12 +284,16 @@ class Worker:
                     f"{spec.id} runs the task's {block.get('stage') or 'env code'} too, so "
                     "vfcheck did not run it again"))
                 return
-            if spec.scope == "task":  # the episode-playing checks are gated by the lab
-                async with gate:
+            if unit in isolate:  # killed at its hard deadline once: alone now
+                async with FLOOR.alone():
+                    finding = await self.run_unit(spec, task, alone=True)
+            elif spec.scope == "task":  # the episode-playing checks are gated by the lab
+                async with gate, FLOOR.shared():
                     finding = await self.run_unit(spec, task)
             else:
                 finding = await self.run_unit(spec, task)
-            if not spec.blocked_by_setup and task is not None and finding.bad:
+            if not spec.blocked_by_setup and task is not None and finding is not None \
+                    and finding.bad:
                 setup_failed.add(unit[1])
 
         for unit in [u for u in units if u in isolate]:
@@ -237,6 +311,7 @@ class Worker:
         finally:
             for job in env_level:
                 job.cancel()
+        await self.confirm()  # nothing else runs here any more
 
     def blocked_by(self, spec: CheckSpec, index: int | None) -> dict[str, Any] | None:
         """The earlier stall that blocks `spec` on task `index`: same task, and the check
@@ -269,6 +344,7 @@ class Worker:
 async def main_async(spec: dict[str, Any]) -> None:
     worker = Worker(spec)
     worker.emit("hello", pid=os.getpid())
+    FLOOR.open(worker.events.parent)  # the run dir: the run's workers share it
     worker.watchdog.install()
     prepare_process_env(worker.ctx.options.paths, wheels=worker.ctx.options.wheels)
     from vfcheck.checks import hygiene

@@ -101,11 +101,15 @@ def _temp_roots() -> list[str]:
     return sorted((r.rstrip("/") for r in roots if r not in ("", "/")), key=len, reverse=True)
 
 
-_ANY_VF_CACHE = re.compile(r"(?:/[\w.@+~-]+)+/\.cache/verifiers(?=/|\b)")
+# Path patterns are bounded (`PATH_SEGMENTS` segments of at most 255 characters, a file
+# name's limit): unbounded `(?:/[\w.]+)+` tried from every `/` of a long slash-separated
+# run (base64, a PATH variable) is quadratic in its length (100 kB of `a/`: 30 s).
+_ANY_VF_CACHE = re.compile(r"(?:/[\w.@+~-]{1,255}){1,32}/\.cache/verifiers(?=/|\b)")
 _MACOS_TEMP = re.compile(r"(?:/private)?/var/folders/[\w+-]+/[\w+-]+/T(?=/|\b)")
 _RANDOM_SEGMENTS = (
     # tempfile.mkdtemp(): `tmp` + 8 of [a-z0-9_]
-    (re.compile(r"(<tmp>/(?:[^/\s\"']+/)*)tmp[a-z0-9_]{8}(?![\w])"), r"\1tmp<random>"),
+    (re.compile(r"(<tmp>/(?:[^/\s\"']{1,255}/){0,32})tmp[a-z0-9_]{8}(?![\w])"),
+     r"\1tmp<random>"),
     (re.compile(r"pytest-of-[^/\s\"']+/pytest-\d+"), "pytest-of-<user>/pytest-<n>"),
 )
 
@@ -118,7 +122,10 @@ def _scrub_temp_paths(tree: Any) -> Any:
              for root in _temp_roots()]
 
     def rewrite(text: str) -> str:
-        text = _ANY_VF_CACHE.sub("<tmp>", _MACOS_TEMP.sub("<tmp>", text))
+        if "/var/folders/" in text:
+            text = _MACOS_TEMP.sub("<tmp>", text)
+        if "/.cache/verifiers" in text:
+            text = _ANY_VF_CACHE.sub("<tmp>", text)
         for root in roots:
             text = root.sub("<tmp>", text)
         # to a fixed point: the greedy path prefix lets one pass rename only the last of

@@ -1,0 +1,55 @@
+"""A deadline failure is confirmed before it is reported, as a user meets it (`vfcheck
+check`): a check whose work hit a deadline runs again alone; a second run that finishes
+gives the verdict (noting the first attempt), only a second timeout fails it, and a hung
+hook is still caught in bounded time. Each run prints its wall time and the load average
+(never asserted: the machine is shared)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vfcheck.isolation.attempts import TWICE
+
+from .test_blocking import by_unit, check_env, not_passed
+
+
+@pytest.mark.slow
+def test_a_check_slow_the_first_time_is_run_again_alone_and_passes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """vfc-slow-start's reward takes 5 s on its first call in a process, as a loaded
+    machine makes a first call slow: at `--timeout 2` the check that scores first hits its
+    deadline, runs again alone, and passes; nothing fails."""
+    env = check_env("vfc-slow-start", tmp_path, capsys,
+                    "--checks", "setup,gold,noop,episode", timeout=2, code=0)
+    findings = by_unit(env)
+    assert {f["outcome"] for f in findings.values()} == {"passed"}, not_passed(findings)
+    rerun = [f for f in findings.values() if "first_attempt" in f["details"]]
+    assert rerun, "the slow first call hit no deadline"
+    for finding in rerun:
+        assert "(the first attempt hit a deadline under load: " in finding["message"]
+        assert finding["message"].endswith("; run again alone, it passed)")
+        assert finding["details"]["first_attempt"]["outcome"] in ("failed", "error")
+    assert env["worker_starts"] == 1
+
+
+@pytest.mark.slow
+def test_a_hang_fails_only_after_timing_out_twice_the_second_time_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """vfc-broken-setup-hang: task 1's setup awaits forever. setup[1] times out, runs again
+    alone, times out again and fails saying so; the task's other checks are skipped as
+    blocked by the failed setup (their own timeouts are not waited out a second time)."""
+    env = check_env("vfc-broken-setup-hang", tmp_path, capsys,
+                    "--checks", "setup,gold,noop", timeout=3)
+    findings = by_unit(env)
+    summary = not_passed(findings)
+    setup = findings[("setup", 1)]
+    assert setup["outcome"] == "failed", summary
+    assert f"setup failed — {TWICE}: it timed out (TimeoutError)" in setup["message"]
+    assert setup["details"]["first_attempt"]["deadlines"] == ["setup timed out (TimeoutError)"]
+    for check in ("gold", "noop"):
+        assert findings[(check, 1)]["outcome"] == "skipped", summary
+        assert "blocked — Task.setup failed on this task (see setup[1])" in findings[
+            (check, 1)]["message"]
+    assert {f["outcome"] for u, f in findings.items() if u[1] != 1} == {"passed"}, summary
