@@ -1,5 +1,5 @@
 """What counts as this machine, for the three places that must agree on it: the socket guard
-lets connections to it through (`vfcheck.isolation.offline_sockets`), the respx mock passes
+lets connections to it through (`vfcheck.host.offline_sockets`), the respx mock passes
 httpx requests to it on to real servers (`vfcheck.model.transports`), and a recorded endpoint
 on it needs no API key (`vfcheck.cassette`). Had they disagreed, an env's request to a
 server of its own on `0.0.0.0` or on the machine's name would pass the socket guard and be

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vfcheck.isolation.attempts import TWICE
+from vfcheck.host.attempts import TWICE
 
 from .test_blocking import by_unit, check_env, not_passed
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from vfcheck.episodes.runner import run_episodes
-from vfcheck.isolation.processes import descendants
+from vfcheck.host.processes import descendants
 from vfcheck.model import ModelRequest, Reply, ScriptedModel, from_function
 
 EPISODES = 200

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from vfcheck.host.processes import descendants
 from vfcheck.isolation import workdirs
-from vfcheck.isolation.processes import descendants
 
 
 def alive(pid: int) -> bool:

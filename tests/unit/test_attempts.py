@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from vfcheck.findings import Finding, TaskId
-from vfcheck.isolation.attempts import (
+from vfcheck.host.attempts import (
     CURRENT_ATTEMPT,
     KILLED,
     TWICE,

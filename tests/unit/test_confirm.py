@@ -10,7 +10,7 @@ from typing import Any
 
 from vfcheck.checks.registry import CheckSpec
 from vfcheck.findings import Finding
-from vfcheck.isolation.attempts import TWICE, deadline_hit
+from vfcheck.host.attempts import TWICE, deadline_hit
 from vfcheck.isolation.events import EventLog
 from vfcheck.isolation.worker import Worker
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from vfcheck.isolation.floor import Floor
+from vfcheck.host.floor import Floor
 
 
 def floors(run_dir: Path, n: int = 2) -> list[Floor]:

@@ -190,6 +190,42 @@ def test_vfcheck_imports_no_cycle() -> None:
         + "\nMove what both sides need into a module of its own, below both.")
 
 
+def layers_of(graph: dict[str, dict[str, Edge]]) -> dict[str, dict[str, Edge]]:
+    """The graph folded into layers: each module counts as the package's direct child it is
+    in (`vfcheck.checks`, `vfcheck.host`, `vfcheck.options`), and an import between two
+    modules is an edge between their layers (the first such import is kept)."""
+
+    def layer(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    folded: dict[str, dict[str, Edge]] = {layer(m): {} for m in graph}
+    for module, edges in graph.items():
+        for target, edge in edges.items():
+            if layer(target) != layer(module):
+                folded[layer(module)].setdefault(layer(target), Edge(layer(target), edge.line))
+    return folded
+
+
+def test_vfcheck_layers_have_no_cycle() -> None:
+    """A layer imports only layers below it: checks do not import the process core, the
+    process core does not import the front ends."""
+    graph = import_graph(SOURCE)
+    folded = layers_of(graph)
+    found = []
+    for knot in knots(folded):
+        cycle = shortest_cycle(folded, knot)
+        steps = []
+        for a, b in itertools.pairwise(cycle):
+            module, edge = next((m, e[t]) for m, e in sorted(graph.items())
+                                for t in e if m.startswith(a + ".") or m == a
+                                if t == b or t.startswith(b + "."))
+            steps.append(f"{a} -> {b} ({module}:{edge.line})")
+        found.append("; ".join(steps))
+    assert not found, (
+        f"{len(found)} cycle(s) between vfcheck's layers:\n" + "\n".join(found)
+        + "\nMove what both layers need into a layer below both (`vfcheck.host`).")
+
+
 def _sized_modules() -> list[object]:
     params: list[object] = []
     for path in sorted(SOURCE.rglob("*.py")):
@@ -250,3 +286,17 @@ def test_package_inits_are_edges_as_python_runs_them(tmp_path: Path) -> None:
         "pkg.sub.other": {"pkg.sub.low", "pkg.top"},
     }
     assert cycles(import_graph(pkg)) == [["pkg.sub", "pkg.top", "pkg.sub"]]
+
+
+def test_a_cycle_between_layers_is_found_though_no_module_cycle_is(tmp_path: Path) -> None:
+    pkg = write_package(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/checks/__init__.py": "",
+        "pkg/checks/hygiene.py": "from pkg.core.processes import kill\n",
+        "pkg/core/__init__.py": "",
+        "pkg/core/processes.py": "def kill(): ...\n",
+        "pkg/core/worker.py": "from pkg.checks.hygiene import kill\n",
+    })
+    graph = import_graph(pkg)
+    assert cycles(graph) == []
+    assert knots(layers_of(graph)) == [{"pkg.checks", "pkg.core"}]

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from vfcheck.isolation.offline_sockets import NetworkBlocked, OfflineSockets, no_network
+from vfcheck.host.offline_sockets import NetworkBlocked, OfflineSockets, no_network
 from vfcheck.model import EpisodeRef, TaskRef, episode_scope
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from vfcheck.checks import REGISTRY
+from vfcheck.host.queue_clock import QUEUE_CLOCK, QueueClock
 from vfcheck.isolation.events import EventLog, append_event
-from vfcheck.isolation.queue_clock import QUEUE_CLOCK, QueueClock
 from vfcheck.isolation.worker import Worker
 
 

@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 
 from vfcheck.cassette import ApiKeyMissing, api_key_for
-from vfcheck.isolation.offline_sockets import OfflineSockets, no_network
+from vfcheck.host.offline_sockets import OfflineSockets, no_network
 from vfcheck.model import ScriptedModel
 from vfcheck.model.transports import ToThisMachine
 from vfcheck.this_machine import is_this_machine, own_hosts

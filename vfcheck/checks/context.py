@@ -200,7 +200,7 @@ class CheckContext:
 
     def forget(self, index: int | None) -> None:
         """Forget what the run played and started for task `index` (None: the env), so
-        that a check run again (`vfcheck.isolation.attempts`) does its work anew: each
+        that a check run again (`vfcheck.host.attempts`) does its work anew: each
         shared resource that memoises plays drops the task's (`forget`), and env-level work
         started early that has ended (`extras`) is started again when asked."""
         if index is None:

@@ -27,7 +27,7 @@ from typing import Any
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
-from vfcheck.isolation.processes import (
+from vfcheck.host.processes import (
     TOOL_SERVER_VARS,
     cmdline,
     descendants,
@@ -35,7 +35,7 @@ from vfcheck.isolation.processes import (
     is_subreaper,
     kill_pids,
 )
-from vfcheck.isolation.processes import (
+from vfcheck.host.processes import (
     become_subreaper as become_subreaper,  # the worker asks through this module
 )
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vfcheck.isolation.attempts import deadline_hit
-from vfcheck.isolation.floor import FLOOR
-from vfcheck.isolation.queue_clock import QUEUE_CLOCK
+from vfcheck.host.attempts import deadline_hit
+from vfcheck.host.floor import FLOOR
+from vfcheck.host.queue_clock import QUEUE_CLOCK
 
 if TYPE_CHECKING:
     from vfcheck.checks.context import CheckContext
@@ -183,7 +183,7 @@ class EpisodeLab:
 
     def forget(self, index: int) -> None:
         """Drop the memoised plays of task `index`: its checks run again
-        (`vfcheck.isolation.attempts`) and play anew."""
+        (`vfcheck.host.attempts`) and play anew."""
         self._plays.pop(index, None)
         self._second_plays.pop(index, None)
 

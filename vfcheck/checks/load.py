@@ -20,9 +20,9 @@ from typing import Any
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
-from vfcheck.isolation import offline_sockets
-from vfcheck.isolation.attempts import deadline_hit
-from vfcheck.isolation.processes import WORKER_HASH_SEED
+from vfcheck.host import offline_sockets
+from vfcheck.host.attempts import deadline_hit
+from vfcheck.host.processes import WORKER_HASH_SEED
 from vfcheck.paths import shown_path
 
 LOAD_TIMEOUT = 60.0
@@ -46,7 +46,7 @@ def aborted_by(error: BaseException) -> str:
 @contextlib.contextmanager
 def no_network(attempts: list[str]) -> Iterator[None]:
     """Refuse (and record in `attempts`) name lookups of and connections to non-local hosts
-    (`vfcheck.isolation.offline_sockets`). Patches the socket module, never verifiers."""
+    (`vfcheck.host.offline_sockets`). Patches the socket module, never verifiers."""
     def refuse(host: str, port: int | None) -> str:
         attempts.append(host)
         return f"vfcheck: no network while the taskset loads ({host})"

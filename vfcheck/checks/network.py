@@ -7,9 +7,9 @@ reports in its own terms, and which env code may also swallow (`except httpx.HTT
 return 0.0`) and score silently. This check looks back at the run's log of refused requests,
 which no `except` hides, and names each one with the stage and task that made it and the
 script entry that would serve it. Connections made by other means (requests, urllib,
-aiohttp, a socket) are refused at the socket (`vfcheck.isolation.offline_sockets`) and
+aiohttp, a socket) are refused at the socket (`vfcheck.host.offline_sockets`) and
 named the same way, with the env code that made them; so are those of the tool servers
-and other Python processes below the worker (`vfcheck.isolation.child_sockets`). A `load()`
+and other Python processes below the worker (`vfcheck.host.child_sockets`). A `load()`
 that reaches the network fails `load` instead: the taskset loads with no network at all.
 """
 
@@ -81,8 +81,8 @@ def places(by_stage: dict[str, list[str]]) -> list[str]:
     "scores 0 there, and an `except` makes it silent",
 )
 async def network(ctx: CheckContext, _: Any) -> Finding:
-    from vfcheck.isolation.child_sockets import child_log_of, read_child_attempts
-    from vfcheck.isolation.offline_sockets import OFFLINE_SOCKETS
+    from vfcheck.host.child_sockets import child_log_of, read_child_attempts
+    from vfcheck.host.offline_sockets import OFFLINE_SOCKETS
 
     lab = ctx.opened("episode_lab")
     sockets = OFFLINE_SOCKETS.taken()
@@ -130,7 +130,7 @@ def describe_connections(attempts: list[Any], where: Callable[[list[Any]], tuple
     """`grader.example.org:443, 2 times (reward 'grade' at my_env.py:41; <where>)`, one entry
     per host and port, and the same as details; `where` says where those were made (in
     words, and as details)."""
-    from vfcheck.isolation.offline_sockets import target_of
+    from vfcheck.host.offline_sockets import target_of
 
     parts, details = [], []
     for (host, port), made in grouped(attempts, lambda a: (a.host, a.port)).items():

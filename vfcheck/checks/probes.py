@@ -46,7 +46,7 @@ from vfcheck.checks.reference_answer import (
     wrong_answer,
 )
 from vfcheck.checks.trivial_probes import TRIVIAL_PROBES, prompt_text, system_text, trivial_probe
-from vfcheck.isolation.attempts import deadline_hit
+from vfcheck.host.attempts import deadline_hit
 
 if TYPE_CHECKING:
     from vfcheck.checks.context import CheckContext

@@ -14,7 +14,7 @@ from typing import Any
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding, TaskId
-from vfcheck.isolation.attempts import deadline_hit
+from vfcheck.host.attempts import deadline_hit
 
 MODES = ("setup", "gold", "noop")
 

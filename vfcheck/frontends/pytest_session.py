@@ -157,7 +157,7 @@ class VfcheckSession:
         if self.library:
             # verifiers is imported there, not here; it runs while collection goes on.
             self._library_proc = subprocess.Popen(
-                [sys.executable, "-m", "vfcheck.library", "--json",
+                [sys.executable, "-m", "vfcheck", "library", "--json",
                  str(self.run_dir / LIBRARY_REPORT),
                  *(["--no-baseline"] if self.run_options.no_baseline else [])],
                 stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)

@@ -1,2 +1,2 @@
-"""The process core: env code runs in a supervised worker process per env, held to hard
+"""The process core (above `vfcheck.host`, below the front ends): env code runs in a supervised worker process per env, held to hard
 deadlines, its findings appended to an event log, its processes and work dirs cleaned up."""

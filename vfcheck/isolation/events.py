@@ -9,7 +9,7 @@ env's work per worker), and what was written survives an interrupt. Events:
 - `start` / `finding` for each check unit (`check`, `index`)
 - `queued`: seconds the worker's episodes have waited for a slot so far (`seconds`)
 - `deferred`: a unit's failure came after a deadline; it runs again alone before it is
-  reported (`vfcheck.isolation.attempts`), with a `start` of its own
+  reported (`vfcheck.host.attempts`), with a `start` of its own
 - `stalled` (the worker's watchdog: env code blocked the loop or ignored a cancellation,
   and where; the supervisor kills the worker on it — see `Stall`)
 - `done` (the worker finished), `final` (the supervisor finished: nothing more will come)
@@ -98,7 +98,7 @@ class EventLog:
     """Unit -> (when this reader saw it start, its deadline in seconds, `queued` then)."""
     queued: float = 0.0
     """Seconds the current worker's episodes have waited for a slot (`queued` events):
-    deadlines do not count them (`vfcheck.isolation.queue_clock`)."""
+    deadlines do not count them (`vfcheck.host.queue_clock`)."""
     findings: dict[Unit, Finding] = field(default_factory=dict)
     stall: Stall | None = None
     """What the current worker's watchdog reported stuck, if anything."""
@@ -149,7 +149,7 @@ class EventLog:
             unit = (event["check"], event["index"])
             self.started[unit] = (time.monotonic(), float(event.get("deadline") or 0.0),
                                   self.queued)
-        elif kind == "deferred":  # it runs again alone later (`vfcheck.isolation.attempts`)
+        elif kind == "deferred":  # it runs again alone later (`vfcheck.host.attempts`)
             self.started.pop((event["check"], event["index"]), None)
         elif kind == "queued":
             self.queued = float(event.get("seconds") or 0.0)

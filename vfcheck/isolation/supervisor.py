@@ -25,7 +25,7 @@ its process tree, when
   (it always settles a unit, so the run progresses);
 - a unit outlives its deadline (plus grace) with no stall named (a C call holding the
   GIL, vfcheck's own code). The units in flight run again, one at a time, alone on the
-  run's floor (`vfcheck.isolation.floor`): a deadline the machine's load decided must not
+  run's floor (`vfcheck.host.floor`): a deadline the machine's load decided must not
   fail a check, and a second death names the culprit. One that dies again fails ("did not
   finish ... twice, the second time alone").
 
@@ -50,8 +50,8 @@ from typing import Any
 
 from vfcheck.checks import BY_ID, REGISTRY
 from vfcheck.findings import EnvReport, Finding, TaskId
+from vfcheck.host.processes import WORKER_HASH_SEED, kill_tree
 from vfcheck.isolation.events import EventLog, Stall, Unit, append_event
-from vfcheck.isolation.processes import WORKER_HASH_SEED, kill_tree
 from vfcheck.options import CheckOptions
 
 GRACE = 5.0

@@ -29,13 +29,9 @@ is left to the supervisor's hard deadlines.
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import contextvars
-import linecache
-import os
 import sys
-import sysconfig
 import threading
 import time
 import weakref
@@ -43,6 +39,16 @@ from collections.abc import Callable, Coroutine, Iterable
 from types import FrameType
 from typing import Any
 
+from vfcheck.host.env_code import (
+    MARKED_HOOKS,
+    EnvCode,
+    HookKinds,
+    awaited_frames,
+    called_at,
+    display_path,
+    frames_of,
+    hook_of,
+)
 from vfcheck.isolation.events import Stall, Unit
 
 TICK = 0.2
@@ -61,127 +67,6 @@ CURRENT_UNIT: contextvars.ContextVar[Unit | None] = contextvars.ContextVar(
     "vfcheck_unit", default=None)
 """The unit whose code runs here: the worker sets it around each unit's task; asyncio
 tasks created below inherit it."""
-
-TASK_HOOKS = {"setup": "setup", "finalize": "finalize", "validate": "validate",
-              "score": "scoring", "stage_verifier": "finalize"}
-"""`Task` lifecycle methods and the stage each is (`vfcheck.checks.registry.Stage`)."""
-MARKED_HOOKS = {"reward": "scoring", "metric": "scoring", "stop": "episode",
-                "intercept": "episode", "tool": "episode"}
-"""verifiers' hook decorators (the attribute `verifiers.v1.utils.decorators.mark` sets)."""
-
-
-class HookKinds:
-    """verifiers' classes whose methods are hooks, resolved once in the loop's thread (the
-    watchdog thread must not import while the loop thread may hold the import lock)."""
-
-    def __init__(self) -> None:
-        self.task: type | None = None
-        self.toolset: type = type(None)
-        self.judge: type = type(None)
-        self.harness: type = type(None)
-
-    @classmethod
-    def of_verifiers(cls) -> HookKinds:
-        import verifiers.v1 as vf
-
-        kinds = cls()
-        kinds.task, kinds.toolset, kinds.judge, kinds.harness = (
-            vf.Task, vf.Toolset, vf.Judge, vf.Harness)
-        return kinds
-
-
-class EnvCode:
-    """Which source files are env code: the env's own package (wherever it is installed),
-    and anything outside vfcheck, verifiers, the standard library and site-packages."""
-
-    def __init__(self, modules: Iterable[str] = ()) -> None:
-        paths = sysconfig.get_paths()
-        outside = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-        for package in ("vfcheck", "vfcheck_chat", "verifiers"):
-            module = sys.modules.get(package)
-            if module is not None and module.__file__:
-                outside.add(os.path.dirname(module.__file__))
-        self.outside = tuple(os.path.join(os.path.realpath(p), "") for p in outside)
-        self.own = tuple(root for m in modules if (root := self._root(m)) is not None)
-        """The env's own files, env code even under site-packages (an installed env)."""
-
-    @staticmethod
-    def _root(module_name: str) -> str | None:
-        """The env's top package folder; for a taskset shipped with verifiers
-        (`verifiers.v1.tasksets.<name>`) its own module file; None for the rest of
-        verifiers and vfcheck (the env's class may be verifiers' own `SingleAgentEnv`)."""
-        top_name = module_name.split(".")[0]
-        if top_name in ("verifiers", "vfcheck", "vfcheck_chat"):
-            if not module_name.startswith("verifiers.v1.tasksets."):
-                return None
-            chosen = sys.modules.get(module_name)
-        else:
-            chosen = sys.modules.get(top_name) or sys.modules.get(module_name)
-        if chosen is None or not getattr(chosen, "__file__", None):
-            return None
-        file = os.path.realpath(chosen.__file__ or "")
-        return os.path.join(os.path.dirname(file), "") if file.endswith("__init__.py") else file
-
-    def __contains__(self, filename: str) -> bool:
-        if filename.startswith("<"):
-            return False
-        path = os.path.realpath(filename)
-        if any(path == own or path.startswith(own) for own in self.own):
-            return True
-        return not path.startswith(self.outside)
-
-
-def display_path(filename: str) -> str:
-    """`filename` relative to the `sys.path` entry it is imported from (`my_env/rewards.py`)."""
-    path = os.path.realpath(filename)
-    roots = [os.path.join(os.path.realpath(p), "") for p in sys.path if p]
-    best = max((r for r in roots if path.startswith(r)), key=len, default=None)
-    return path[len(best):] if best else os.path.basename(path)
-
-
-def called_at(frame: FrameType) -> str | None:
-    """The callee of the call or await `frame` is stopped at (`time.sleep`,
-    `asyncio.sleep`), read from the instruction's source span (`co_positions`)."""
-    try:
-        start, end, col, end_col = list(frame.f_code.co_positions())[frame.f_lasti // 2]
-        if start is None or end is None or col is None or end_col is None:
-            return None
-        lines = linecache.getlines(frame.f_code.co_filename)[start - 1:end]
-        text = (lines[0][col:end_col] if start == end
-                else lines[0][col:] + "".join(lines[1:-1]) + lines[-1][:end_col])
-        node = ast.parse(text.strip(), mode="eval").body
-    except (IndexError, SyntaxError, ValueError):
-        return None
-    if isinstance(node, ast.Await):
-        node = node.value
-    return ast.unparse(node.func) if isinstance(node, ast.Call) else None
-
-
-def hook_of(frame: FrameType, kinds: HookKinds) -> tuple[str, str, int | None] | None:
-    """`(hook, stage, task index)` if `frame` runs a hook verifiers calls: a Task's
-    lifecycle method or decorated hook, a Toolset's tool, a Judge, a Harness."""
-    code = frame.f_code
-    if kinds.task is None or not code.co_varnames or code.co_varnames[0] != "self":
-        return None
-    owner = frame.f_locals.get("self")
-    name = code.co_name
-    method = getattr(type(owner), name, None)
-    marks = [m for m in MARKED_HOOKS if getattr(method, m, False)]
-    if isinstance(owner, kinds.task):
-        index = getattr(getattr(owner, "data", None), "idx", None)
-        if marks:
-            return f"{marks[0]} {name!r}", MARKED_HOOKS[marks[0]], index
-        if name in TASK_HOOKS:
-            return f"{type(owner).__name__}.{name}", TASK_HOOKS[name], index
-        return None
-    if isinstance(owner, kinds.toolset) and "tool" in marks:
-        return f"tool {getattr(method, 'tool_name', None) or name!r}", "episode", None
-    if isinstance(owner, kinds.judge):
-        return f"judge {type(owner).__name__}.{name}", "scoring", None
-    if isinstance(owner, kinds.harness):
-        return f"harness {type(owner).__name__}.{name}", "episode", None
-    return None
-
 
 def find_stall(frames: list[FrameType], env_code: EnvCode, kinds: HookKinds, how: str,
                unit: Unit | None, seconds: float) -> Stall | None:
@@ -214,30 +99,6 @@ def culprit_rank(stall: Stall) -> int:
         return 4
     kind = stall.hook.split(" ", 1)[0]
     return 0 if kind in MARKED_HOOKS else 1 if kind in ("judge", "harness") else 2
-
-
-def frames_of(frame: FrameType | None) -> list[FrameType]:
-    """A thread's live frames, outermost first."""
-    frames = []
-    while frame is not None:
-        frames.append(frame)
-        frame = frame.f_back
-    return frames[::-1]
-
-
-def awaited_frames(task: asyncio.Task[Any]) -> list[FrameType]:
-    """A suspended task's coroutine chain (`cr_await`), outermost first:
-    `Task.get_stack()` gives only its outermost coroutine's frame."""
-    frames: list[FrameType] = []
-    awaitable: Any = task.get_coro()
-    while awaitable is not None:
-        frame = getattr(awaitable, "cr_frame", None) or getattr(awaitable, "gi_frame", None)
-        if frame is None:
-            break
-        frames.append(frame)
-        awaitable = getattr(awaitable, "cr_await", None) or getattr(awaitable, "gi_yieldfrom",
-                                                                    None)
-    return frames
 
 
 class Watchdog:

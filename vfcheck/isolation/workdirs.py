@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vfcheck.exits import EXIT_SIGTERM, Terminated, sigterm_interrupts
-from vfcheck.isolation.processes import kill_pids, running_inside, start_time
+from vfcheck.host.processes import kill_pids, running_inside, start_time
 
 ROOT_NAME = "vfcheck-work"
 OWNER_FILE = ".vfcheck-owner.json"

@@ -13,7 +13,7 @@ whose check runs that stage (`CheckSpec.stages`): verifiers would run the same h
 
 A unit that failed after one of its deadlines fired is not reported at once: it is held
 back (a `deferred` event) and run again once the rest is done, alone on the run's floor
-(`confirm`, `vfcheck.isolation.attempts`); its spec's `capacity` sizes the episode gates.
+(`confirm`, `vfcheck.host.attempts`); its spec's `capacity` sizes the episode gates.
 
 With `plan_only` in its spec the worker stops once it has announced the plan (the xdist
 controller's: it needs every env's items, its workers check the envs).
@@ -42,18 +42,18 @@ from vfcheck.checks.lab import episode_lab
 from vfcheck.checks.registry import CheckSpec
 from vfcheck.episodes.offline import prepare_process_env
 from vfcheck.findings import Finding
-from vfcheck.isolation.attempts import (
+from vfcheck.host.attempts import (
     CURRENT_ATTEMPT,
     KILLED,
     Attempt,
     confirmed,
     needs_confirming,
 )
-from vfcheck.isolation.child_sockets import child_log_of, guard_children
+from vfcheck.host.child_sockets import child_log_of, guard_children
+from vfcheck.host.floor import FLOOR
+from vfcheck.host.offline_sockets import OFFLINE_SOCKETS, no_network
+from vfcheck.host.queue_clock import QUEUE_CLOCK
 from vfcheck.isolation.events import Stall, Unit, append_event
-from vfcheck.isolation.floor import FLOOR
-from vfcheck.isolation.offline_sockets import OFFLINE_SOCKETS, no_network
-from vfcheck.isolation.queue_clock import QUEUE_CLOCK
 from vfcheck.isolation.watchdog import CURRENT_UNIT, Watchdog, env_modules
 from vfcheck.options import CheckOptions
 
@@ -63,7 +63,7 @@ cancellation is reported by the watchdog within `CANCEL_GRACE` and killed by the
 supervisor; past this, the worker goes on as if it had ended (vfcheck's own code stuck)."""
 QUEUED_EVERY = 1.0
 """Seconds between two `queued` events while episodes wait at the gate: the supervisor's
-hard deadlines move by what they say (`vfcheck.isolation.queue_clock`)."""
+hard deadlines move by what they say (`vfcheck.host.queue_clock`)."""
 UNIT_CONCURRENCY = 4
 """Task-scoped checks (setup, gold, noop) in flight at once; the episode-playing checks share
 the episode lab's gate instead (most of their time is waiting: timeouts, settles)."""
@@ -177,7 +177,7 @@ class Worker:
 
     async def attempt(self, spec: CheckSpec, task: Any) -> tuple[Finding, Attempt]:
         """One run of one unit, bounded by its deadline: its finding, and the deadlines its
-        work hit (`vfcheck.isolation.attempts`)."""
+        work hit (`vfcheck.host.attempts`)."""
         deadline = spec.deadline(self.ctx.timeout)
         unit = (spec.id, None if task is None else task.data.idx)
         self.emit("start", check=spec.id, index=unit[1], deadline=deadline)
@@ -201,7 +201,7 @@ class Worker:
         return finding, attempt
 
     async def confirm(self) -> None:
-        """Run each unit a deadline failed again, alone (`vfcheck.isolation.attempts`): once
+        """Run each unit a deadline failed again, alone (`vfcheck.host.attempts`): once
         the rest of the run is done here, one at a time, holding the run's floor alone (the
         other workers pause). A task's plays are played anew, once, and shared by its
         checks run again; a task whose setup timed out twice blocks its other checks, as a

@@ -1,5 +1,5 @@
 """vfcheck's startup hook for the Python processes below a check worker (tool servers):
-on `PYTHONPATH` only while vfcheck checks an env (`vfcheck.isolation.child_sockets`).
+on `PYTHONPATH` only while vfcheck checks an env (`vfcheck.host.child_sockets`).
 
 Standard library only, and silent: a process that cannot import vfcheck (a harness
 program's own environment) starts as it would have. Then it runs the `sitecustomize` this
@@ -15,7 +15,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 if os.environ.get("VFCHECK_CHILD_SOCKETS"):
     try:
-        from vfcheck.isolation.child_sockets import guard_this_process
+        from vfcheck.host.child_sockets import guard_this_process
     except Exception:  # noqa: BLE001 - never break the process vfcheck only watches
         pass
     else:

@@ -1,7 +1,7 @@
 """The run's floor: a confirmation runs alone on it, across the run's worker processes.
 
 A unit whose work hit a deadline runs again before its failure is reported
-(`vfcheck.isolation.attempts`), alone: nothing else in flight in its worker, and the
+(`vfcheck.host.attempts`), alone: nothing else in flight in its worker, and the
 front-end run's other workers paused. Every worker of one run shares the run dir, and two
 `flock`s on files there carry the floor from process to process:
 
@@ -13,7 +13,7 @@ front-end run's other workers paused. Every worker of one run shares the run dir
 
 Locks are polled without blocking (the event loop goes on, and a cancelled waiter leaves no
 lock behind); the kernel drops a dead process's locks, so a worker killed while alone frees
-the floor. Waiting at the floor counts as queue time (`vfcheck.isolation.queue_clock`): a
+the floor. Waiting at the floor counts as queue time (`vfcheck.host.queue_clock`): a
 paused check's deadline does not run.
 """
 

@@ -4,7 +4,7 @@ with Python.
 
 A tool whose server asks a remote service works in the author's shell and fails offline;
 with an `except` around the call it fails silently. The worker's own guard
-(`vfcheck.isolation.offline_sockets`) cannot see it: a tool server is a process of its own.
+(`vfcheck.host.offline_sockets`) cannot see it: a tool server is a process of its own.
 verifiers' subprocess runtime starts each one with the worker's environment, so the worker
 puts a startup hook on `PYTHONPATH` (`child_startup/sitecustomize.py`, the way coverage.py
 measures subprocesses) and names a log file in `CHILD_LOG_VAR` (`guard_children`). Each
@@ -85,7 +85,7 @@ def read_child_attempts(log: Path) -> list[ChildAttempt]:
 def guard_this_process() -> None:
     """Refuse this process's connections to other hosts for its whole life, logging each
     to `CHILD_LOG_VAR`'s file (called by the startup hook)."""
-    from vfcheck.isolation.offline_sockets import install, target_of
+    from vfcheck.host.offline_sockets import install, target_of
 
     log = os.environ.get(CHILD_LOG_VAR)
     if not log:
@@ -108,7 +108,7 @@ def guard_this_process() -> None:
 
 def what_process() -> str:
     """`the tool server python -m my_env`, or the command line of another process."""
-    from vfcheck.isolation.processes import TOOL_SERVER_VARS
+    from vfcheck.host.processes import TOOL_SERVER_VARS
 
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)

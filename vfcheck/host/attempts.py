@@ -5,7 +5,7 @@ episodes in flight) says as much about the machine as about the env. So the work
 per run of a unit (an `Attempt`), every deadline its work hit: an episode the runner's
 deadline ended, a validate check that timed out, the unit's own deadline. A unit that failed
 after one is not reported: it runs again, with the same timeout, once nothing else runs in
-its worker and the run's other workers are paused (`vfcheck.isolation.floor`). Only a
+its worker and the run's other workers are paused (`vfcheck.host.floor`). Only a
 second timeout fails it, saying so; a second run that finishes gives the verdict, and the
 report keeps a note that the first attempt timed out under load (`confirmed`).
 

@@ -52,7 +52,7 @@ def no_network(record: Record) -> Iterator[None]:
 
 def install(record: Record) -> Callable[[], None]:
     """`no_network` until the returned function is called (for a whole process:
-    `vfcheck.isolation.child_sockets`)."""
+    `vfcheck.host.child_sockets`)."""
     real_getaddrinfo = socket.getaddrinfo
     real_connect = socket.socket.connect
     real_connect_ex = socket.socket.connect_ex
@@ -118,7 +118,7 @@ class Attempt:
 
 class OfflineSockets:
     """The check worker's log of refused connections, with the code that asked: env code on
-    the calling thread's stack (`vfcheck.isolation.watchdog.EnvCode`), and the episode or
+    the calling thread's stack (`vfcheck.host.env_code.EnvCode`), and the episode or
     check it ran in (`vfcheck.model.scope`)."""
 
     def __init__(self, env_code: Any = None, kinds: Any = None) -> None:
@@ -140,7 +140,7 @@ class OfflineSockets:
 
     def _code(self) -> str:
         """The innermost env-code frame of this thread, as a hook when it is one."""
-        from vfcheck.isolation.watchdog import display_path, frames_of, hook_of
+        from vfcheck.host.env_code import display_path, frames_of, hook_of
 
         if self.env_code is None:
             return "env code"
