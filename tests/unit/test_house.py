@@ -300,3 +300,24 @@ def test_a_cycle_between_layers_is_found_though_no_module_cycle_is(tmp_path: Pat
     graph = import_graph(pkg)
     assert cycles(graph) == []
     assert knots(layers_of(graph)) == [{"pkg.checks", "pkg.core"}]
+
+
+def test_the_process_core_names_no_family_and_no_check() -> None:
+    """`vfcheck.isolation` runs what the registry declares (phases, worker modes, the gate
+    check, which checks block a task): a family or check named there as a string is a
+    family's knowledge leaking into the process core."""
+    from vfcheck.checks import REGISTRY
+
+    names = set(REGISTRY.families) | {spec.id for spec in REGISTRY}
+    found = []
+    for path in sorted((SOURCE / "isolation").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
+                                    | ast.AsyncFunctionDef)
+                      and node.body and isinstance(node.body[0], ast.Expr)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and node.value in names and id(node) not in docstrings:
+                found.append(f"{path.relative_to(SOURCE.parent)}:{node.lineno}: {node.value!r}")
+    assert not found, "the process core names families or checks:\n" + "\n".join(found)

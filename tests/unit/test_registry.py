@@ -33,7 +33,7 @@ def test_every_check_is_a_registered_function_with_a_full_spec() -> None:
         assert spec.fn is not None and spec.fn.__module__.startswith("vfcheck.checks.")
         assert spec.contract and spec.fails_when and spec.why, spec.id
         assert spec.deadline(60.0) > 0
-    assert CATALOGUE[0].phase == "load"
+    assert CATALOGUE[0].phase == "gate"
     assert FAMILIES[0] == "load" and FAMILIES[-1] == "hygiene"
 
 

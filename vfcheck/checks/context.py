@@ -133,7 +133,8 @@ class CheckContext:
         return GoldenBook(
             Path(options.golden_dir or "golden").resolve(), self.env_id,
             update=options.golden_update, strict=options.golden_strict,
-            record=str(self.spec.get("golden_record") or ""),
+            record=options.record_golden_command(
+                self.env_id, pytest=self.spec.get("front_end") == "pytest"),
             write_root=Path(options.golden_write_root),
         )
 

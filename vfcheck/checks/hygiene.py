@@ -19,56 +19,33 @@ leaves it behind.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
 from vfcheck.host.processes import (
-    TOOL_SERVER_VARS,
-    cmdline,
-    descendants,
-    environment_names,
+    Leftover,
     is_subreaper,
-    kill_pids,
+    leftovers,
+    stop,
+)
+from vfcheck.host.processes import (  # what the tests reach through the check's module
+    become_subreaper as become_subreaper,
 )
 from vfcheck.host.processes import (
-    become_subreaper as become_subreaper,  # the worker asks through this module
+    cmdline as cmdline,
 )
 
 CHECK = "hygiene.processes"
 SETTLE = 3.0
 """Seconds processes get to exit on their own after the runners close (a harness program
 that got SIGTERM) before they count as leaked."""
-HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
-"""Python's own helper processes (started by libraries the env imports): they exit with
-the worker, so they are not leaks."""
 UNSEEN = ("Not seen: orphans (a process whose parent exited, as after `sh -c 'cmd &'` or a "
           "double fork): this platform re-parents them away from the worker, having no child "
           "subreaper (Linux only).")
 """What the check cannot see where the worker could not become a subreaper."""
-
-
-@dataclass(frozen=True)
-class Leftover:
-    pid: int
-    cmdline: str
-    tool_server: bool = False
-    """A tool server verifiers started for one of the env's toolsets (`TOOL_SERVER_VARS`)."""
-
-
-def leftovers(root: int) -> list[Leftover]:
-    """Every live process below `root`, Python's own helpers left out."""
-    found = []
-    for pid in descendants(root):
-        line = cmdline(pid)
-        if line is not None and not any(helper in line for helper in HELPERS):
-            found.append(Leftover(pid, line, " -m " in line
-                                  and TOOL_SERVER_VARS <= environment_names(pid)))
-    return found
 
 
 async def settled_leftovers(root: int, settle: float = SETTLE) -> list[Leftover]:
@@ -80,14 +57,6 @@ async def settled_leftovers(root: int, settle: float = SETTLE) -> list[Leftover]
         await asyncio.sleep(0.1)
         found = leftovers(root)
     return found
-
-
-def stop(found: list[Leftover]) -> None:
-    """Kill the leftovers and reap those that are the worker's children."""
-    kill_pids([p.pid for p in found])
-    for p in found:
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(p.pid, 0)
 
 
 def processes_finding(env_id: str, found: list[Leftover]) -> Finding:

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
-from vfcheck.checks.registry import check, spec_of
+from vfcheck.checks.registry import check, spec_of, worker_mode
 from vfcheck.findings import Finding
 from vfcheck.host import offline_sockets
 from vfcheck.host.attempts import deadline_hit
+from vfcheck.host.env_code import aborted_by as aborted_by
 from vfcheck.host.processes import WORKER_HASH_SEED
 from vfcheck.paths import shown_path
 
@@ -33,14 +34,6 @@ imports the env's modules, which a machine under load makes slow."""
 class LoadAborted(Exception):
     """The env's module or `load()` raised a `BaseException` that is no `Exception`
     (`sys.exit()`, a `KeyboardInterrupt` of its own): it would end any process loading it."""
-
-
-def aborted_by(error: BaseException) -> str:
-    """`called sys.exit('no config')`, said of what env code raised."""
-    if isinstance(error, SystemExit):
-        return f"called sys.exit({error.code!r}) (SystemExit)"
-    return (f"raised {type(error).__name__}({str(error)!r}), a BaseException that is not an "
-            "Exception")
 
 
 @contextlib.contextmanager
@@ -96,6 +89,22 @@ FRESH_HASH_SEED = 2
 """The other load's, in a fresh interpreter started with the worker (the two imports overlap)."""
 
 
+@worker_mode("hashes")
+def print_hashes(spec: dict[str, Any]) -> None:
+    """The worker's `--hashes` mode: this interpreter's load, as `Task.hash` per task (one
+    JSON line on stdout)."""
+    from vfcheck.episodes.offline import prepare_process_env
+    from vfcheck.episodes.runner import load_env, load_tasks
+
+    options = spec["options"]  # `CheckOptions.as_dict()`: the option table is above checks
+    prepare_process_env(options.get("paths") or [])
+    with no_network([]):
+        env, _ = load_env(spec["env_id"], options.get("env_args") or {},
+                          harness=options.get("harness"))
+        tasks = load_tasks(env, options.get("num_tasks"))
+    print(json.dumps(task_hashes(tasks)))
+
+
 async def hashes_in_fresh_interpreter(spec: dict[str, Any], hash_seed: int) -> list[str]:
     """`Task.hash` of every task, loaded by another interpreter with `PYTHONHASHSEED`."""
     proc = await asyncio.create_subprocess_exec(
@@ -144,7 +153,7 @@ async def compare_loads(env_id: str, fresh: Awaitable[list[str]], own: list[str]
 
 
 @check(
-    "load", family="load", scope="env", phase="load", budget=1.0, min_timeout=LOAD_TIMEOUT,
+    "load", family="load", scope="env", phase="gate", budget=1.0, min_timeout=LOAD_TIMEOUT,
     contract="the id resolves to exactly one taskset whose load() yields tasks with unique "
     "keys, offline",
     fails_when="the id does not resolve to exactly one taskset, the module fails to import, "

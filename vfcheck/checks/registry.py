@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 Scope = Literal["env", "task", "sample"]
 """`env`: one finding per env; `task`: one per task; `sample`: one per sampled task (these
 play episodes)."""
-Phase = Literal["load", "run", "after"]
-"""`load`: runs first and decides whether anything else runs; `run`: with the runners open;
+Phase = Literal["gate", "run", "after"]
+"""`gate`: runs first and decides whether anything else runs (the env loads); `run`: with the
+runners open;
 `after`: once every `run` check is done and verifiers has closed its runners."""
 Unit = tuple[str, int | None]
 """A check on a task (`("gold", 1)`), or on the env (`("load", None)`)."""
@@ -93,6 +94,9 @@ class Registry:
 
     def __init__(self) -> None:
         self._specs: dict[str, CheckSpec] = {}
+        self.modes: dict[str, Callable[[dict[str, Any]], None]] = {}
+        """The worker's other jobs a family declares (`python -m vfcheck.isolation.worker
+        --NAME`, spec on stdin): a second interpreter's load, say (`worker_mode`)."""
 
     def register(self, spec: CheckSpec) -> CheckSpec:
         if spec.id in self._specs:
@@ -113,11 +117,16 @@ class Registry:
         return len(self._specs)
 
     @property
+    def gate(self) -> str:
+        """The check that decides whether anything else runs (the `gate` phase's)."""
+        return next(spec.id for spec in self if spec.phase == "gate")
+
+    @property
     def families(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(spec.family for spec in self))
 
     def select(self, families: Sequence[str] | None) -> tuple[CheckSpec, ...]:
-        """The checks of `families` (exact names; the `load` phase always runs: the rest
+        """The checks of `families` (exact names; the `gate` phase always runs: the rest
         needs it). Raises ValueError naming an unknown family."""
         if not families:
             return tuple(self)
@@ -128,7 +137,7 @@ class Registry:
                 f"{', '.join(unknown)}; known: {', '.join(self.families)}"
             )
         wanted = set(families)
-        return tuple(spec for spec in self if spec.family in wanted or spec.phase == "load")
+        return tuple(spec for spec in self if spec.family in wanted or spec.phase == "gate")
 
     def units(self, families: Sequence[str] | None, tasks: Sequence[int],
               sample: Sequence[int]) -> list[Unit]:
@@ -159,6 +168,17 @@ def check(check_id: str, *, family: str, scope: Scope, contract: str, fails_when
             check_id, family, scope, contract, fails_when, why, fn=fn, phase=phase,
             budget=budget, min_timeout=min_timeout, extra_seconds=extra_seconds,
             blocked_by_setup=blocked_by_setup, prepare=prepare, runs=runs))
+        return fn
+
+    return register
+
+
+def worker_mode(name: str) -> Callable[[Callable[[dict[str, Any]], None]], Callable[
+        [dict[str, Any]], None]]:
+    """Register the decorated `fn(spec)` as the worker's `--NAME` mode."""
+
+    def register(fn: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+        REGISTRY.modes[name] = fn
         return fn
 
     return register

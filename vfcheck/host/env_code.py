@@ -135,6 +135,15 @@ def hook_of(frame: FrameType, kinds: HookKinds) -> tuple[str, str, int | None] |
     return None
 
 
+def hook_rank(hook: str | None) -> int:
+    """How specific a hook `hook_of` named is: a decorated hook (a reward, a tool) 0, a judge
+    or a harness 1, a Task's own lifecycle method 2, no hook 4."""
+    if hook is None:
+        return 4
+    kind = hook.split(" ", 1)[0]
+    return 0 if kind in MARKED_HOOKS else 1 if kind in ("judge", "harness") else 2
+
+
 def frames_of(frame: FrameType | None) -> list[FrameType]:
     """A thread's live frames, outermost first."""
     frames = []
@@ -157,3 +166,11 @@ def awaited_frames(task: asyncio.Task[Any]) -> list[FrameType]:
         awaitable = getattr(awaitable, "cr_await", None) or getattr(awaitable, "gi_yieldfrom",
                                                                     None)
     return frames
+
+
+def aborted_by(error: BaseException) -> str:
+    """`called sys.exit('no config')`, said of what env code raised."""
+    if isinstance(error, SystemExit):
+        return f"called sys.exit({error.code!r}) (SystemExit)"
+    return (f"raised {type(error).__name__}({str(error)!r}), a BaseException that is not an "
+            "Exception")

@@ -94,7 +94,7 @@ class EnvCheck:
         self.capacity = capacity or {}
         """The run's share of the machine, for the worker (`Capacity.for_worker`)."""
         self.pytest = pytest
-        """Which front end asked: the golden items name its command to record them."""
+        """Which front end asked (the worker's messages name its commands)."""
         self.path = event_file(run_dir, env_id, options)
         self.log = EventLog(self.path)
         self._proc: subprocess.Popen[bytes] | None = None
@@ -131,13 +131,13 @@ class EnvCheck:
         """The worker's JSON spec: the options as resolved, plus this run's state."""
         return {
             "env_id": self.env_id, "events": str(self.path), "options": self.options.as_dict(),
-            "golden_record": self.options.record_golden_command(self.env_id,
-                                                                 pytest=self.pytest),
+            "front_end": "pytest" if self.pytest else "cli",
             "skip": sorted(skip, key=str), "isolate": sorted(isolate, key=str),
             "blocked": self.blocked, "plan_only": self.plan_only, "capacity": self.capacity,
             "setup_failed": sorted(
                 i for (check, i), f in self.log.findings.items()
-                if check == "setup" and i is not None and f.bad),
+                if i is not None and f.bad and check in REGISTRY
+                and not REGISTRY[check].blocked_by_setup),
         }
 
     def _emit(self, event: str, **data: Any) -> None:
@@ -193,7 +193,7 @@ class EnvCheck:
                     isolate -= set(stalled)
                 else:
                     isolate |= set(stalled)
-                if self.log.plan is None and ("load", None) in self.log.findings:
+                if self.log.plan is None and (REGISTRY.gate, None) in self.log.findings:
                     return
             self._give_up()
         finally:
@@ -253,8 +253,8 @@ class EnvCheck:
 
     def _give_up(self) -> None:
         if self.log.plan is None:
-            if ("load", None) not in self.log.findings:
-                self._settle(("load", None), "error",
+            if (REGISTRY.gate, None) not in self.log.findings:
+                self._settle((REGISTRY.gate, None), "error",
                              "the check worker kept dying before the env loaded; see its "
                              "stderr above")
             return
@@ -296,7 +296,7 @@ class EnvCheck:
                 self.crashes = ({} if self.log.crash is None
                                 else dict.fromkeys(died, self.log.crash))
                 if self.log.plan is None and not died:
-                    died = [("load", None)]  # it died loading: the env's import or load()
+                    died = [(REGISTRY.gate, None)]  # it died loading: the env's import or load()
                 return died
             if self.log.stall is not None:  # the worker named where it is stuck
                 kill_tree(proc)
@@ -306,7 +306,7 @@ class EnvCheck:
                 return "done"
             if self.log.ready is None and now - started > IMPORT_DEADLINE:
                 kill_tree(proc)
-                return [("load", None)]
+                return [(REGISTRY.gate, None)]
             if self.log.overdue(GRACE):
                 in_flight = list(self.log.in_flight())
                 kill_tree(proc)

@@ -40,7 +40,6 @@ from types import FrameType
 from typing import Any
 
 from vfcheck.host.env_code import (
-    MARKED_HOOKS,
     EnvCode,
     HookKinds,
     awaited_frames,
@@ -48,6 +47,7 @@ from vfcheck.host.env_code import (
     display_path,
     frames_of,
     hook_of,
+    hook_rank,
 )
 from vfcheck.isolation.events import Stall, Unit
 
@@ -95,10 +95,7 @@ def culprit_rank(stall: Stall) -> int:
     and `asyncio.all_tasks()` is a set, so either came first. The decorated hook (a reward,
     a tool) is the one that ignores the cancellation; then a judge or a harness; then a
     Task's own lifecycle method; then env code in no hook."""
-    if stall.hook is None:
-        return 4
-    kind = stall.hook.split(" ", 1)[0]
-    return 0 if kind in MARKED_HOOKS else 1 if kind in ("judge", "harness") else 2
+    return hook_rank(stall.hook)
 
 
 class Watchdog:

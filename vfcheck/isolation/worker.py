@@ -18,9 +18,8 @@ back (a `deferred` event) and run again once the rest is done, alone on the run'
 With `plan_only` in its spec the worker stops once it has announced the plan (the xdist
 controller's: it needs every env's items, its workers check the envs).
 
-`python -m vfcheck.isolation.worker --hashes` prints the `Task.hash` list of the env's tasks as one
-JSON line instead (the `determinism.load` check runs it under another PYTHONHASHSEED, from
-the start of the run, so that its verifiers import overlaps this worker's).
+`python -m vfcheck.isolation.worker --NAME` runs the worker mode a family declared instead
+(`vfcheck.checks.registry.worker_mode`: `--hashes` is `determinism.load`'s second load).
 """
 
 from __future__ import annotations
@@ -50,8 +49,10 @@ from vfcheck.host.attempts import (
     needs_confirming,
 )
 from vfcheck.host.child_sockets import child_log_of, guard_children
+from vfcheck.host.env_code import aborted_by
 from vfcheck.host.floor import FLOOR
 from vfcheck.host.offline_sockets import OFFLINE_SOCKETS, no_network
+from vfcheck.host.processes import become_subreaper, leftovers, stop
 from vfcheck.host.queue_clock import QUEUE_CLOCK
 from vfcheck.isolation.events import Stall, Unit, append_event
 from vfcheck.isolation.watchdog import CURRENT_UNIT, Watchdog, env_modules
@@ -70,7 +71,7 @@ the episode lab's gate instead (most of their time is waiting: timeouts, settles
 
 
 class Worker:
-    """Runs the registered checks of one env: the `load` phase, then the `run` phase with the
+    """Runs the registered checks of one env: the `gate` phase, then the `run` phase with the
     runners open, then the `after` phase once they are closed. It names no family."""
 
     def __init__(self, spec: dict[str, Any]) -> None:
@@ -122,7 +123,7 @@ class Worker:
                     spec.prepare(ctx)
             ctx.verifiers_version = verifiers.__version__
             self.emit("ready", verifiers=verifiers.__version__, python=sys.version.split()[0])
-            for spec in self.phase("load"):
+            for spec in self.phase("gate"):
                 async with FLOOR.shared():
                     finding = await self.run_unit(spec, None)
                 if finding is None:  # nothing else runs here yet: confirm it now
@@ -133,8 +134,7 @@ class Worker:
             self.watchdog.know_env(env_modules(ctx))
             self.emit(
                 "plan",
-                tasks=[{"index": t.data.idx, "key": str(t.key),
-                        "golden": ctx.identities[t.data.idx][0]} for t in ctx.tasks],
+                tasks=[{"index": t.data.idx, "key": str(t.key)} for t in ctx.tasks],
                 sample=ctx.sample,
                 tiers=[{"role": r.role, "tier": r.tier, "harness": r.harness,
                         "reason": r.reason} for r in ctx.tiers],
@@ -347,28 +347,13 @@ async def main_async(spec: dict[str, Any]) -> None:
     FLOOR.open(worker.events.parent)  # the run dir: the run's workers share it
     worker.watchdog.install()
     prepare_process_env(worker.ctx.options.paths, wheels=worker.ctx.options.wheels)
-    from vfcheck.checks import hygiene
-
-    hygiene.become_subreaper()  # orphans of env code stay below the worker, in view
+    become_subreaper()  # orphans of env code stay below the worker, in view
     try:
         await worker.run()
     finally:
         worker.watchdog.close()
-        hygiene.stop(hygiene.leftovers(os.getpid()))  # never leave env processes behind
+        stop(leftovers(os.getpid()))  # never leave env processes behind
         worker.emit("done")
-
-
-def print_hashes(spec: dict[str, Any]) -> None:
-    """The `--hashes` mode: this interpreter's load, as `Task.hash` per task."""
-    from vfcheck.checks.load import no_network, task_hashes
-    from vfcheck.episodes.runner import load_env, load_tasks
-
-    options = CheckOptions.from_dict(spec["options"])
-    prepare_process_env(options.paths)
-    with no_network([]):
-        env, _ = load_env(spec["env_id"], options.env_args, harness=options.harness)
-        tasks = load_tasks(env, options.num_tasks)
-    print(json.dumps(task_hashes(tasks)))
 
 
 def main() -> None:
@@ -376,16 +361,15 @@ def main() -> None:
     from vfcheck.isolation.workdirs import owned
 
     with owned():  # HOME: a work dir of this worker's own, before verifiers is imported
-        if "--hashes" in sys.argv[1:]:
-            print_hashes(spec)
+        modes = [REGISTRY.modes[a[2:]] for a in sys.argv[1:] if a[2:] in REGISTRY.modes]
+        if modes:  # a family's other job (`worker_mode`): a second interpreter's load
+            modes[0](spec)
             return
         try:
             asyncio.run(main_async(spec))
         except Exception:
             raise  # vfcheck's own failure: its traceback, and the supervisor restarts it
         except BaseException as e:  # noqa: BLE001 - env code's sys.exit() ended the loop
-            from vfcheck.checks.load import aborted_by
-
             append_event(Path(spec["events"]), {"event": "crash", "t": time.time(),
                                                 "error": aborted_by(e)})
             sys.stdout.flush()
