@@ -56,10 +56,11 @@ def needs_container(task: Any) -> bool:
 
 
 def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any],
-                probed: list[str] | None = None) -> Finding:
+                probed: list[str] | None = None, site: str | None = None) -> Finding:
     """A validate row as a finding: the row itself is the observation. A hook that returned
     the wrong type is named with what it returned and the rule it broke (`probed`: what
-    `hook_types.probe` found on an untouched trace of the task)."""
+    `hook_types.probe` found on an untouched trace of the task); one that raised, with
+    where env code raised (`site`, `crash_site.CrashSite.describe`)."""
     from vfcheck.checks.hook_types import VALIDATE_RULE, describe, explain_error
 
     spec = spec_of(mode)
@@ -87,6 +88,7 @@ def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any],
         observed = "Task.validate returned False"
     else:
         observed = f"it raised {row.get('error_type')}: {row.get('error')}"
+        observed += f" ({site})" if site else ""
         if (wrong := explain_error(str(row.get("error") or ""))) is not None:
             got, rule = wrong
             observed = f"{got}; {observed}" + (f" ({'; '.join(probed)})" if probed else "")
@@ -125,9 +127,27 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any) -> Finding:
     with episode_scope(EpisodeRef(TaskRef(tid.index, tid.key), judge=verdict,
                                   stage=lambda: where)):
         row = await run_check(task, config, mode)
+        site = await where_it_raised(task, config, mode, row, run_check)
     if row.get("reason") == "timeout":
         deadline_hit(f"{mode} timed out ({row.get('error_type') or 'TimeoutError'})")
-    return row_finding(env_id, tid, mode, row, await name_scoring_hooks(task, row))
+    return row_finding(env_id, tid, mode, row, await name_scoring_hooks(task, row), site)
+
+
+async def where_it_raised(task: Any, config: Any, mode: str, row: dict[str, Any],
+                          run_check: Any) -> str | None:
+    """Where env code raised, when the check raised: vf-validate's row keeps only the
+    error's text, so the check is played once more under `crash_site`'s tracer. Not for
+    vfcheck's own refusal of a request (it says what and where, and a second play would
+    make the request again, which `hygiene.network` counts)."""
+    from vfcheck.isolation.crash_site import raise_site
+    from vfcheck.model.offline_http import OFFLINE_PREFIX
+
+    if row.get("reason") != "error" or OFFLINE_PREFIX in str(row.get("error")):
+        return None
+    site = await raise_site(lambda: run_check(task, config, mode),
+                            f"{row.get('error_type')}: {row.get('error')}",
+                            float(config.timeout.total or 60))
+    return site.describe() if site is not None else None
 
 
 async def name_scoring_hooks(task: Any, row: dict[str, Any]) -> list[str]:

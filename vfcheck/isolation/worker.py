@@ -50,6 +50,7 @@ from vfcheck.isolation.attempts import (
     needs_confirming,
 )
 from vfcheck.isolation.child_sockets import child_log_of, guard_children
+from vfcheck.isolation.crash_site import CRASH_SITES
 from vfcheck.isolation.events import Stall, Unit, append_event
 from vfcheck.isolation.floor import FLOOR
 from vfcheck.isolation.offline_sockets import OFFLINE_SOCKETS, no_network
@@ -144,6 +145,7 @@ class Worker:
             queueing = asyncio.ensure_future(self.report_queueing())
             OFFLINE_SOCKETS.env_code, OFFLINE_SOCKETS.kinds = (self.watchdog.env_code,
                                                                self.watchdog.kinds)
+            CRASH_SITES.know(self.watchdog.env_code, self.watchdog.kinds)
             guard_children(child_log_of(self.events))  # tool servers start from here on
             try:
                 with no_network(OFFLINE_SOCKETS.record):  # httpx ends in the mock's router
