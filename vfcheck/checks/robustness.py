@@ -56,7 +56,12 @@ async def robustness(ctx: CheckContext, task: Any) -> Finding:
             problems.setdefault(found[0], []).append(name)
     if problems:
         return ctx.finding("robustness", task, "failed", "env code broke on " + "; ".join(
-            f"{' and '.join(on)}: {what}" for what, on in problems.items()), faults=observed)
+            f"{listed(on)}: {what}" for what, on in problems.items()), faults=observed)
     return ctx.finding("robustness", task, "passed",
                     f"env code survived {len(names)} kinds of bad model output",
                     faults=observed)
+
+
+def listed(names: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

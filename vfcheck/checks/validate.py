@@ -9,12 +9,20 @@ row into a finding. Two deliberate differences from `vf-validate`: the checks ru
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding, TaskId
-from vfcheck.isolation.attempts import deadline_hit
+from vfcheck.isolation.attempts import CURRENT_ATTEMPT, deadline_hit
+from vfcheck.isolation.crash_site import (
+    Raised,
+    raise_site,
+    site_of_error,
+    site_of_timeout,
+    watching,
+)
 
 MODES = ("setup", "gold", "noop")
 
@@ -77,6 +85,7 @@ def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any],
         return Finding(mode, mode, tid, "skipped", f"{where}: {why}", details)
     if reason == "timeout":
         observed = f"it timed out ({row.get('error_type') or 'TimeoutError'})"
+        observed += f", {site}" if site else ""
     elif reason == "invalid" and mode == "noop":
         observed = (f"the untouched task scores reward={row.get('reward')!r} "
                     f"(rewards {row.get('rewards')})")
@@ -124,29 +133,37 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any) -> Finding:
     # reference (positive), noop the untouched task (negative); see vfcheck.model.judges
     verdict = {"gold": Verdict.POSITIVE, "noop": Verdict.NEGATIVE}.get(mode)
     where = f"vf-validate's {mode} check"
+    alone = (attempt := CURRENT_ATTEMPT.get()) is not None and attempt.alone
     with episode_scope(EpisodeRef(TaskRef(tid.index, tid.key), judge=verdict,
                                   stage=lambda: where)):
-        row = await run_check(task, config, mode)
-        site = await where_it_raised(task, config, mode, row, run_check)
+        with watching() if alone else contextlib.nullcontext() as seen:
+            row = await run_check(task, config, mode)
+        site = await where_it_raised(task, config, mode, row, run_check, seen)
     if row.get("reason") == "timeout":
         deadline_hit(f"{mode} timed out ({row.get('error_type') or 'TimeoutError'})")
     return row_finding(env_id, tid, mode, row, await name_scoring_hooks(task, row), site)
 
 
 async def where_it_raised(task: Any, config: Any, mode: str, row: dict[str, Any],
-                          run_check: Any) -> str | None:
-    """Where env code raised, when the check raised: vf-validate's row keeps only the
-    error's text, so the check is played once more under `crash_site`'s tracer. Not for
+                          run_check: Any, seen: Raised | None) -> str | None:
+    """Where env code raised, or waited when the check timed out. vf-validate's row keeps
+    only the error's text: a run alone was `watching()` (`seen`); else a check that raised
+    is played once more under the tracer, a timeout is left to its run alone. Not for
     vfcheck's own refusal of a request (it says what and where, and a second play would
     make the request again, which `hygiene.network` counts)."""
-    from vfcheck.isolation.crash_site import raise_site
     from vfcheck.model.offline_http import OFFLINE_PREFIX
 
-    if row.get("reason") != "error" or OFFLINE_PREFIX in str(row.get("error")):
+    error = f"{row.get('error_type')}: {row.get('error')}"
+    if row.get("reason") == "timeout":
+        site = site_of_timeout(seen) if seen is not None else None
+        return site.describe("waiting in") if site is not None else None
+    if row.get("reason") != "error" or OFFLINE_PREFIX in error:
         return None
-    site = await raise_site(lambda: run_check(task, config, mode),
-                            f"{row.get('error_type')}: {row.get('error')}",
-                            float(config.timeout.total or 60))
+    if seen is not None:
+        site = site_of_error(seen, error)
+    else:
+        site = await raise_site(lambda: run_check(task, config, mode), error,
+                                float(config.timeout.total or 60))
     return site.describe() if site is not None else None
 
 

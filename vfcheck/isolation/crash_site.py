@@ -16,13 +16,14 @@ my_env.py:29: `credit = CREDIT[self.data.answer]`)`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import linecache
 import os
 import re
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType, ModuleType
 from typing import Any
@@ -53,10 +54,10 @@ class CrashSite:
     code: str
     """That line of code, stripped."""
 
-    def describe(self) -> str:
+    def describe(self, where: str = "in") -> str:
         """`in reward 'echoed' at my_env.py:29: `credit = CREDIT[...]``."""
         who = self.hook or f"env code ({self.function})"
-        return f"in {who} at {self.at}" + (f": `{self.code}`" if self.code else "")
+        return f"{where} {who} at {self.at}" + (f": `{self.code}`" if self.code else "")
 
 
 class EnvKnowledge:
@@ -155,28 +156,54 @@ _tracing = 0
 _previous: Any = None
 
 
-async def raise_site(play: Callable[[], Awaitable[Any]], error: str,
-                     timeout: float) -> CrashSite | None:
-    """Play `play()` again (bounded by `timeout`), noting where env code raised in it; the
-    site of the first exception whose `Type: message` is in `error` (`Type: message` of what
-    escaped: a boundary's wrapper holds its cause's), or None."""
+Raised = list[tuple[BaseException, CrashSite]]
+"""What env code raised under `watching()`, first raised first, each where it first did."""
+
+
+@contextlib.contextmanager
+def watching() -> Iterator[Raised]:
+    """Note where env code raises in this context (and the tasks it starts), by a tracer on
+    this thread: every call there pays for it, so only for a play that failed, or one that
+    runs alone (`vfcheck.isolation.attempts.Attempt.alone`)."""
     global _tracing, _previous
-    seen: list[tuple[BaseException, CrashSite]] = []
+    seen: Raised = []
     token = _WATCHING.set(seen)
     if _tracing == 0:
         _previous = sys.gettrace()
         sys.settrace(_on_call)
     _tracing += 1
     try:
-        await asyncio.wait_for(play(), timeout)
-    except Exception:  # noqa: BLE001 - the play fails again: that is what it is here for
-        pass
+        yield seen
     finally:
         _tracing -= 1
         if _tracing == 0:
             sys.settrace(_previous)
         _WATCHING.reset(token)
+
+
+def site_of_error(seen: Raised, error: str) -> CrashSite | None:
+    """The site of the first exception whose `Type: message` is in `error` (what escaped:
+    a boundary's wrapper holds its cause's words)."""
     return next((site for exc, site in seen if f"{type(exc).__name__}: {exc}" in error), None)
+
+
+def site_of_timeout(seen: Raised) -> CrashSite | None:
+    """Where env code was waiting when a deadline cancelled it: the first `CancelledError`
+    (or `TimeoutError`) that went through env code."""
+    return next((site for exc, site in seen
+                 if isinstance(exc, asyncio.CancelledError | TimeoutError)), None)
+
+
+async def raise_site(play: Callable[[], Awaitable[Any]], error: str,
+                     timeout: float) -> CrashSite | None:
+    """Play `play()` again (bounded by `timeout`) under `watching()`: where env code raised
+    `error` (`site_of_error`), or None."""
+    with watching() as seen:
+        try:
+            await asyncio.wait_for(play(), timeout)
+        except Exception:  # noqa: BLE001 - the play fails again: that is what it is here for
+            pass
+    return site_of_error(seen, error)
 
 
 def _on_call(frame: FrameType, event: str, arg: Any) -> Any:
