@@ -20,6 +20,8 @@ _PUBLIC = {
     "EnvRunner": "vfcheck.episodes.runner",
     "EpisodeResult": "vfcheck.episodes.runner",
     "run_episodes": "vfcheck.episodes.runner",
+    "reply_trace": "vfcheck.gold",
+    "gold_trace": "vfcheck.gold",
 }
 
 __all__ = ["__version__", *_PUBLIC]

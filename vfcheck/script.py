@@ -298,6 +298,27 @@ class Script(BaseModel):
             answer = Reply.verdict(self.judge)
         return answer
 
+    def unservable_apart(self) -> str | None:
+        """Why `vfcheck mock-server` cannot play this script as `check` does, or None. In
+        another process the mock sees only verifiers' `X-Session-ID`, a fresh trace id that
+        names no task (nobody binds it), and env code's own requests never reach it: so a
+        `[[task]]`'s turns or judge, and `[[http]]`, would silently not be served."""
+        entries = [f"[[task]] {n} ({'key' if t.key is not None else 'index'} "
+                   f"{t.key if t.key is not None else t.index!r})"
+                   for n, t in enumerate(self.task, 1)
+                   if t.turn or t.judge is not None or t.judge_reply is not None]
+        if not entries and not self.http:
+            return None
+        held = " and ".join(([f"{len(entries)} task entr{'y' if len(entries) == 1 else 'ies'}"
+                              f" ({', '.join(entries[:3])}{', ...' if len(entries) > 3 else ''})"]
+                             if entries else [])
+                            + ([f"{len(self.http)} [[http]] entr"
+                                f"{'y' if len(self.http) == 1 else 'ies'}"] if self.http else []))
+        return (f"mock-server cannot serve its {held}: in another process a request names no "
+                f"task (verifiers' X-Session-ID is a fresh trace id) and env code's own "
+                f"requests never reach the mock; replay it with vfcheck check/run --script "
+                f"(or pytest --vf-script), or keep only [[default.turn]] and judge = ...")
+
     def http_answers(self) -> list[HttpAnswer]:
         """The `[[http]]` entries, for the scripted model's offline HTTP (in file order: the
         first that matches a request answers it)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import FIXTURES
+from support import FIXTURES, by_unit
 
 from vfcheck.checks import BY_ID
 
@@ -217,6 +217,11 @@ def test_a_hanging_or_blocking_setup_is_bounded(tmp_path: Path, env_id: str) -> 
     # supervisor to kill and restart the worker
     starts = envs[env_id]["worker_starts"]
     assert starts == 1 if env_id.endswith("hang") else starts >= 2
+    if env_id.endswith("hang"):  # its run alone names where setup was waiting
+        from .test_deadlines import HANG_SITE
+
+        setup = by_unit(envs[env_id])[("setup", 1)]["message"]
+        assert f"it timed out (TimeoutError), {HANG_SITE}" in setup, setup
 
 
 @pytest.mark.slow

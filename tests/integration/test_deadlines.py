@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support import FIXTURES
 
 from vfcheck.host.attempts import TWICE
 
@@ -34,6 +35,14 @@ def test_a_check_slow_the_first_time_is_run_again_alone_and_passes(
     assert env["worker_starts"] == 1
 
 
+HANG_SITE = "waiting in VfcBrokenSetupHangTask.setup at vfc_broken_setup_hang.py:{}: " \
+            "`await asyncio.sleep(SERVICE_WAIT_SECONDS)`".format(next(
+                n for n, line in enumerate((FIXTURES / "vfc_broken_setup_hang.py").read_text()
+                                           .splitlines(), 1)
+                if line.strip() == "await asyncio.sleep(SERVICE_WAIT_SECONDS)"))
+"""Where vfc-broken-setup-hang's setup waits when its deadline cancels it."""
+
+
 @pytest.mark.slow
 def test_a_hang_fails_only_after_timing_out_twice_the_second_time_alone(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -47,6 +56,8 @@ def test_a_hang_fails_only_after_timing_out_twice_the_second_time_alone(
     setup = findings[("setup", 1)]
     assert setup["outcome"] == "failed", summary
     assert f"setup failed — {TWICE}: it timed out (TimeoutError)" in setup["message"]
+    # the run alone watched where env code was waiting, as a stall or a crash is named
+    assert f"it timed out (TimeoutError), {HANG_SITE}" in setup["message"], setup["message"]
     assert setup["details"]["first_attempt"]["deadlines"] == ["setup timed out (TimeoutError)"]
     for check in ("gold", "noop"):
         assert findings[(check, 1)]["outcome"] == "skipped", summary

@@ -411,3 +411,18 @@ def test_the_seed_that_plays_is_the_flags_else_the_script_files_else_0(tmp_path:
         "--seed", "0"]
     assert CheckOptions(seed=7).replay_args(pytest=False) == ["--seed", "7"]
     assert CheckOptions(script=str(script)).played_seed == 5
+
+
+def test_what_a_mock_server_apart_cannot_serve_is_named() -> None:
+    """`vfcheck mock-server` sees no task: a `[[task]]` with turns or a judge, and `[[http]]`,
+    would go unserved; an oracle-only entry, `[[default.turn]]` and `judge` are served."""
+    assert Script.from_toml(
+        'judge = "negative"\n[[task]]\nindex = 0\noracle = "x"\n[[default.turn]]\nreply = "y"\n'
+    ).unservable_apart() is None
+    why = Script.from_toml(EXAMPLE).unservable_apart()
+    assert why is not None and why.startswith(
+        "mock-server cannot serve its 1 task entry ([[task]] 1 (key 'echo-tool:0')): ")
+    both = Script.from_toml('[[task]]\nindex = 3\njudge_reply = "maybe"\n'
+                            '[[http]]\nurl = "https://a.example.org/"\ntext = "ok"\n')
+    assert "its 1 task entry ([[task]] 1 (index 3)) and 1 [[http]] entry" in str(
+        both.unservable_apart())

@@ -9,6 +9,7 @@ from vfcheck.checks.context import CheckContext, task_id
 from vfcheck.checks.lab import env_code_errors, episode_lab, non_finite
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
+from vfcheck.host.crash_site import located_error
 
 
 def where(env_id: str, task: Any) -> str:
@@ -46,7 +47,8 @@ def episode_finding(env_id: str, task: Any, result: Any,
     problems = list(probed or [])
     if result.runner_error:
         problems.append(f"the runner could not finish the episode ({result.runner_error})")
-    problems += [f"it recorded {e}" for e in result.errors() if not e.startswith("runner:")]
+    problems += [f"it recorded {e}" for e in result.errors(located_error)
+                 if not e.startswith("runner:")]
     for trace in result.traces:
         problems += [f"{item} is not finite" for item in non_finite(trace)]
         if (why := round_trip_problem(trace)) is not None:

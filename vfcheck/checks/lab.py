@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vfcheck.host.attempts import deadline_hit
+from vfcheck.host.crash_site import located_error
 from vfcheck.host.floor import FLOOR
 from vfcheck.host.queue_clock import QUEUE_CLOCK
 
@@ -101,11 +102,12 @@ def non_finite(trace: Any) -> list[str]:
 
 
 def env_code_errors(result: Any) -> list[str]:
+    """The errors env code raised in the episode, each with where (`crash_site`)."""
     found = []
     for trace in result.traces:
-        found += [f"{e.type}: {e.message}" for e in trace.errors if e.type in ENV_CODE_ERRORS]
+        found += [located_error(e) for e in trace.errors if e.type in ENV_CODE_ERRORS]
     if result.episode is not None:
-        found += [f"{e.type}: {e.message}" for e in result.episode.errors]
+        found += [located_error(e) for e in result.episode.errors]
     return found
 
 

@@ -47,6 +47,7 @@ from vfcheck.checks.reference_answer import (
 )
 from vfcheck.checks.trivial_probes import TRIVIAL_PROBES, prompt_text, system_text, trivial_probe
 from vfcheck.host.attempts import deadline_hit
+from vfcheck.host.crash_site import located_error
 
 if TYPE_CHECKING:
     from vfcheck.checks.context import CheckContext
@@ -240,7 +241,8 @@ class ProbeLab:
         return ProbeResult(
             probe=probe.name, reply=said(agent[0].reply) if agent else probe.reply,
             judge=probe.judge, reward=reward,
-            rewards=rewards, errors=result.errors(), seats=tuple(t.reward for t in scored),
+            rewards=rewards, errors=result.errors(located_error),
+            seats=tuple(t.reward for t in scored),
             judge_calls=sum(1 for r in mine if r.request.kind == "judge"),
             turns=len(agent), env_tools=[n for n in offered if n not in HARNESS_BUILTIN_TOOLS],
             runner_error=result.runner_error, unfinished=result.unfinished, weights=weights,

@@ -43,7 +43,7 @@ async def robustness(ctx: CheckContext, task: Any) -> Finding:
     }
     names = list(faults)
     results = await asyncio.gather(*(lab.play_fault(task, faults[n]) for n in names))
-    problems = []
+    problems: dict[str, list[str]] = {}  # what broke -> the faults it broke on
     observed: dict[str, Any] = {}
     for name, result in zip(names, results, strict=True):
         found = env_code_errors(result)
@@ -53,10 +53,15 @@ async def robustness(ctx: CheckContext, task: Any) -> Finding:
         observed[name] = {"errors": result.errors(), "rewards": [
             t.reward for t in result.traces]}
         if found:
-            problems.append(f"{name}: {found[0]}")
+            problems.setdefault(found[0], []).append(name)
     if problems:
-        return ctx.finding("robustness", task, "failed",
-                        "env code broke on " + "; ".join(problems), faults=observed)
+        return ctx.finding("robustness", task, "failed", "env code broke on " + "; ".join(
+            f"{listed(on)}: {what}" for what, on in problems.items()), faults=observed)
     return ctx.finding("robustness", task, "passed",
                     f"env code survived {len(names)} kinds of bad model output",
                     faults=observed)
+
+
+def listed(names: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

@@ -9,12 +9,20 @@ row into a finding. Two deliberate differences from `vf-validate`: the checks ru
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding, TaskId
-from vfcheck.host.attempts import deadline_hit
+from vfcheck.host.attempts import CURRENT_ATTEMPT, deadline_hit
+from vfcheck.host.crash_site import (
+    Raised,
+    raise_site,
+    site_of_error,
+    site_of_timeout,
+    watching,
+)
 
 MODES = ("setup", "gold", "noop")
 
@@ -56,10 +64,11 @@ def needs_container(task: Any) -> bool:
 
 
 def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any],
-                probed: list[str] | None = None) -> Finding:
+                probed: list[str] | None = None, site: str | None = None) -> Finding:
     """A validate row as a finding: the row itself is the observation. A hook that returned
     the wrong type is named with what it returned and the rule it broke (`probed`: what
-    `hook_types.probe` found on an untouched trace of the task)."""
+    `hook_types.probe` found on an untouched trace of the task); one that raised, with
+    where env code raised (`site`, `crash_site.CrashSite.describe`)."""
     from vfcheck.checks.hook_types import VALIDATE_RULE, describe, explain_error
 
     spec = spec_of(mode)
@@ -76,6 +85,7 @@ def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any],
         return Finding(mode, mode, tid, "skipped", f"{where}: {why}", details)
     if reason == "timeout":
         observed = f"it timed out ({row.get('error_type') or 'TimeoutError'})"
+        observed += f", {site}" if site else ""
     elif reason == "invalid" and mode == "noop":
         observed = (f"the untouched task scores reward={row.get('reward')!r} "
                     f"(rewards {row.get('rewards')})")
@@ -87,6 +97,7 @@ def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any],
         observed = "Task.validate returned False"
     else:
         observed = f"it raised {row.get('error_type')}: {row.get('error')}"
+        observed += f" ({site})" if site else ""
         if (wrong := explain_error(str(row.get("error") or ""))) is not None:
             got, rule = wrong
             observed = f"{got}; {observed}" + (f" ({'; '.join(probed)})" if probed else "")
@@ -122,12 +133,38 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any) -> Finding:
     # reference (positive), noop the untouched task (negative); see vfcheck.model.judges
     verdict = {"gold": Verdict.POSITIVE, "noop": Verdict.NEGATIVE}.get(mode)
     where = f"vf-validate's {mode} check"
+    alone = (attempt := CURRENT_ATTEMPT.get()) is not None and attempt.alone
     with episode_scope(EpisodeRef(TaskRef(tid.index, tid.key), judge=verdict,
                                   stage=lambda: where)):
-        row = await run_check(task, config, mode)
+        with watching() if alone else contextlib.nullcontext() as seen:
+            row = await run_check(task, config, mode)
+        site = await where_it_raised(task, config, mode, row, run_check, seen)
     if row.get("reason") == "timeout":
         deadline_hit(f"{mode} timed out ({row.get('error_type') or 'TimeoutError'})")
-    return row_finding(env_id, tid, mode, row, await name_scoring_hooks(task, row))
+    return row_finding(env_id, tid, mode, row, await name_scoring_hooks(task, row), site)
+
+
+async def where_it_raised(task: Any, config: Any, mode: str, row: dict[str, Any],
+                          run_check: Any, seen: Raised | None) -> str | None:
+    """Where env code raised, or waited when the check timed out. vf-validate's row keeps
+    only the error's text: a run alone was `watching()` (`seen`); else a check that raised
+    is played once more under the tracer, a timeout is left to its run alone. Not for
+    vfcheck's own refusal of a request (it says what and where, and a second play would
+    make the request again, which `hygiene.network` counts)."""
+    from vfcheck.model.offline_http import OFFLINE_PREFIX
+
+    error = f"{row.get('error_type')}: {row.get('error')}"
+    if row.get("reason") == "timeout":
+        site = site_of_timeout(seen) if seen is not None else None
+        return site.describe("waiting in") if site is not None else None
+    if row.get("reason") != "error" or OFFLINE_PREFIX in error:
+        return None
+    if seen is not None:
+        site = site_of_error(seen, error)
+    else:
+        site = await raise_site(lambda: run_check(task, config, mode), error,
+                                float(config.timeout.total or 60))
+    return site.describe() if site is not None else None
 
 
 async def name_scoring_hooks(task: Any, row: dict[str, Any]) -> list[str]:

@@ -89,13 +89,15 @@ class EpisodeResult:
         traces = self.traces
         return float(traces[0].reward) if traces else None
 
-    def errors(self) -> list[str]:
-        """Every error recorded anywhere on the episode, as `Type: message` lines."""
+    def errors(self, line: Callable[[Any], str] | None = None) -> list[str]:
+        """Every error recorded anywhere on the episode, as `Type: message` lines, or as
+        `line` writes each recorded error (`vfcheck.host.crash_site.located_error`)."""
+        line = line or (lambda e: f"{e.type}: {e.message}")
         found = [f"runner: {self.runner_error}"] if self.runner_error else []
         if self.episode is not None:
-            found += [f"{e.type}: {e.message}" for e in self.episode.errors]
+            found += [line(e) for e in self.episode.errors]
         for trace in self.traces:
-            found += [f"{e.type}: {e.message}" for e in trace.errors]
+            found += [line(e) for e in trace.errors]
         return found
 
     def record(self, env_id: str) -> dict[str, Any]:

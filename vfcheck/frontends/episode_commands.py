@@ -200,11 +200,16 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_mock_server(args: argparse.Namespace) -> int:
     from vfcheck.model import serve_forever
+    from vfcheck.paths import shown_path
 
     options = resolved(args, pyproject=False).check
+    script = _load_script(options.script)
+    if script is not None and (why := script.unservable_apart()) is not None:
+        print(f"vfcheck: error: {shown_path(Path(str(options.script)))}: {why}",
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
-        serve_forever(_scripted_model(_load_script(options.script), options.played_seed),
-                      args.port)
+        serve_forever(_scripted_model(script, options.played_seed), args.port)
     except OSError as e:  # the port is taken, or not ours to bind
         print(f"vfcheck: error: mock-server cannot listen on 127.0.0.1:{args.port}: "
               f"{e.strerror or e} (use another --port, or --port 0 for a free one)",

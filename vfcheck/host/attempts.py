@@ -31,6 +31,9 @@ class Attempt:
     """One run of one unit: the deadlines its work hit, in the words of their messages."""
 
     deadlines: list[str] = field(default_factory=list)
+    alone: bool = False
+    """This run is the one alone (nothing else runs in its worker): a check may afford to
+    watch where env code raises (`vfcheck.host.crash_site.watching`)."""
 
 
 CURRENT_ATTEMPT: contextvars.ContextVar[Attempt | None] = contextvars.ContextVar(

@@ -116,22 +116,32 @@ def hook_of(frame: FrameType, kinds: HookKinds) -> tuple[str, str, int | None] |
     if kinds.task is None or not code.co_varnames or code.co_varnames[0] != "self":
         return None
     owner = frame.f_locals.get("self")
-    name = code.co_name
-    method = getattr(type(owner), name, None)
-    marks = [m for m in MARKED_HOOKS if getattr(method, m, False)]
-    if isinstance(owner, kinds.task):
-        index = getattr(getattr(owner, "data", None), "idx", None)
-        if marks:
-            return f"{marks[0]} {name!r}", MARKED_HOOKS[marks[0]], index
-        if name in TASK_HOOKS:
-            return f"{type(owner).__name__}.{name}", TASK_HOOKS[name], index
+    found = method_hook(type(owner), code.co_name, kinds)
+    if found is None:
         return None
-    if isinstance(owner, kinds.toolset) and "tool" in marks:
-        return f"tool {getattr(method, 'tool_name', None) or name!r}", "episode", None
-    if isinstance(owner, kinds.judge):
-        return f"judge {type(owner).__name__}.{name}", "scoring", None
-    if isinstance(owner, kinds.harness):
-        return f"harness {type(owner).__name__}.{name}", "episode", None
+    index = (getattr(getattr(owner, "data", None), "idx", None)
+             if isinstance(owner, kinds.task) else None)
+    return found[0], found[1], index
+
+
+def method_hook(owner: type, name: str, kinds: HookKinds) -> tuple[str, str] | None:
+    """`(hook, stage)` if method `name` of class `owner` is a hook verifiers calls."""
+    if kinds.task is None:
+        return None
+    method = getattr(owner, name, None)
+    marks = [m for m in MARKED_HOOKS if getattr(method, m, False)]
+    if issubclass(owner, kinds.task):
+        if marks:
+            return f"{marks[0]} {name!r}", MARKED_HOOKS[marks[0]]
+        if name in TASK_HOOKS:
+            return f"{owner.__name__}.{name}", TASK_HOOKS[name]
+        return None
+    if issubclass(owner, kinds.toolset) and "tool" in marks:
+        return f"tool {getattr(method, 'tool_name', None) or name!r}", "episode"
+    if issubclass(owner, kinds.judge):
+        return f"judge {owner.__name__}.{name}", "scoring"
+    if issubclass(owner, kinds.harness):
+        return f"harness {owner.__name__}.{name}", "episode"
     return None
 
 

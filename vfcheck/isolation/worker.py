@@ -49,6 +49,7 @@ from vfcheck.host.attempts import (
     needs_confirming,
 )
 from vfcheck.host.child_sockets import child_log_of, guard_children
+from vfcheck.host.crash_site import CRASH_SITES
 from vfcheck.host.env_code import aborted_by
 from vfcheck.host.floor import FLOOR
 from vfcheck.host.offline_sockets import OFFLINE_SOCKETS, no_network
@@ -144,6 +145,7 @@ class Worker:
             queueing = asyncio.ensure_future(self.report_queueing())
             OFFLINE_SOCKETS.env_code, OFFLINE_SOCKETS.kinds = (self.watchdog.env_code,
                                                                self.watchdog.kinds)
+            CRASH_SITES.know(self.watchdog.env_code, self.watchdog.kinds)
             guard_children(child_log_of(self.events))  # tool servers start from here on
             try:
                 with no_network(OFFLINE_SOCKETS.record):  # httpx ends in the mock's router
@@ -164,7 +166,7 @@ class Worker:
         """Run one unit to its finding, bounded by its deadline, and emit it; or, when a
         deadline may have decided a failure, keep it to be run again alone (`confirm`) and
         return None. `alone`: this run already is that (`isolate`): its verdict stands."""
-        finding, attempt = await self.attempt(spec, task)
+        finding, attempt = await self.attempt(spec, task, alone=alone)
         if alone:
             finding = confirmed(None, [KILLED], finding, attempt.deadlines)
         elif needs_confirming(finding, attempt):
@@ -175,13 +177,14 @@ class Worker:
         self.emit_finding(finding)
         return finding
 
-    async def attempt(self, spec: CheckSpec, task: Any) -> tuple[Finding, Attempt]:
+    async def attempt(self, spec: CheckSpec, task: Any,
+                      alone: bool = False) -> tuple[Finding, Attempt]:
         """One run of one unit, bounded by its deadline: its finding, and the deadlines its
         work hit (`vfcheck.host.attempts`)."""
         deadline = spec.deadline(self.ctx.timeout)
         unit = (spec.id, None if task is None else task.data.idx)
         self.emit("start", check=spec.id, index=unit[1], deadline=deadline)
-        attempt = Attempt()
+        attempt = Attempt(alone=alone)
         tokens = CURRENT_UNIT.set(unit), CURRENT_ATTEMPT.set(attempt)  # the tasks it starts
         try:  # inherit both: the watchdog's task factory reads the unit
             job = asyncio.ensure_future(spec.run(self.ctx, task))
@@ -223,7 +226,7 @@ class Worker:
                 self.ctx.forget(index)
                 forgotten.add(index)
             async with FLOOR.alone():
-                second, attempt = await self.attempt(spec, task)
+                second, attempt = await self.attempt(spec, task, alone=True)
             finding = confirmed(first, first_attempt.deadlines, second, attempt.deadlines)
             self.emit_finding(finding)
             if index is not None and not spec.blocked_by_setup and finding.bad:

@@ -77,6 +77,10 @@ def serve_hint(method: str, url: str) -> str:
     return f'[[http]] url = "{url.split("?", 1)[0]}" method = "{method}" json = {{...}}'
 
 
+OFFLINE_PREFIX = "vfcheck runs offline:"
+"""How vfcheck's refusal of env code's own request starts (`offline_sockets` says it too)."""
+
+
 @dataclass
 class OfflineHttp:
     """Answers env code's HTTP requests from `answers` and logs the ones it refuses."""
@@ -95,7 +99,7 @@ class OfflineHttp:
         with self._lock:
             self.refused.append(refused)
         raise OfflineRequestError(
-            f"vfcheck runs offline: env code requested {refused.describe()}, which is neither "
+            f"{OFFLINE_PREFIX} env code requested {refused.describe()}, which is neither "
             f"the model nor the judge endpoint; serve it from a --script file: "
             f"{serve_hint(request.method, str(request.url))}", request=request)
 
