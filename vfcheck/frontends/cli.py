@@ -59,11 +59,13 @@ def add_episode_options(parser: argparse.ArgumentParser, *, base_url: str,
 def build_parser() -> argparse.ArgumentParser:
     """The subcommands; options shared with the check run come from the option table
     (`vfcheck.option_table.OPTIONS`), flags of one subcommand only are written here."""
+    from vfcheck import __version__
     from vfcheck.option_table import add_cli_options
 
     parser = argparse.ArgumentParser(
         prog="vfcheck", description="Offline conformance kit for verifiers.v1 environments."
     )
+    parser.add_argument("--version", action="version", version=f"vfcheck {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="play episodes of an env against the scripted model")
@@ -327,10 +329,28 @@ COMMANDS = {"run": cmd_run, "check": cmd_check, "merge": cmd_merge, "library": c
             "wheels": cmd_wheels}
 
 
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None
+               ) -> argparse.Namespace:
+    """`parser.parse_args`, but a word no subcommand flag takes is that subcommand's usage
+    error (argparse leaves it to the top-level parser, whose usage names no flag)."""
+    import difflib
+
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        subcommands = next(a for a in parser._actions
+                           if isinstance(a, argparse._SubParsersAction))
+        command: argparse.ArgumentParser = subcommands.choices[args.command]
+        flags = [f for a in command._actions for f in a.option_strings]
+        close = difflib.get_close_matches(extra[0].split("=", 1)[0], flags, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        command.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from vfcheck.option_table import OptionError
 
-    args = build_parser().parse_args(argv)
+    args = parse_args(build_parser(), argv)
     # the process's entry point: SIGTERM unwinds as Ctrl-C does, for the process's whole
     # life (no handler to restore: restoring the default on the way out would let a late
     # SIGTERM kill the process before it returns the code of the interrupt it handled)
