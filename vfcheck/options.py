@@ -186,7 +186,8 @@ def pyproject_settings(pyproject: Path) -> dict[str, Any]:
 
 
 def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front = "cli",
-            pyproject: bool = True, environ: Mapping[str, str] | None = None) -> Resolved:
+            pyproject: bool = True, environ: Mapping[str, str] | None = None,
+            find_envs: bool = False) -> Resolved:
     """Every option of a run, checked: `[tool.vfcheck]` of the pyproject.toml nearest `cwd`
     (relative paths there are relative to its folder), then the environment, then what the
     command line gave (`None` = not given; relative paths relative to `cwd`), which wins.
@@ -194,7 +195,8 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
 
     `cwd` is the working directory the user invoked vfcheck in, for both front ends (never
     pytest's rootdir, which lands elsewhere when pytest takes an option's value for a test
-    path): its project is the folder of the nearest pyproject.toml."""
+    path): its project is the folder of the nearest pyproject.toml. `find_envs`: each env
+    id must name a module verifiers can load (`check_env_ids`)."""
     cwd = cwd.resolve()
     given = given or {}
     environ = os.environ if environ is None else environ
@@ -228,9 +230,23 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
                                      "pyproject" if option.name in settings else "default")
     if not check.golden_dir:
         check.golden_dir = str((project / "golden").resolve())
+    if find_envs:  # a check run's envs: each must name a module (`check_env_ids`)
+        check_env_ids(run.envs, check.paths, settings.get("envs"))
     _check_usable(check, front)
     _check_reports_apart(run, front)
     return Resolved(check, run)
+
+
+def check_env_ids(env_ids: list[str], paths: list[str], known: Any = None) -> None:
+    """Each env id names a module verifiers' loader can find (`vfcheck.env_ids`), else an
+    OptionError with "did you mean" from `known` (`[tool.vfcheck] envs`) and the ids under
+    `paths`: a typo is a usage error before any slow load."""
+    from vfcheck.env_ids import unknown_env
+
+    listed = [k for k in known if isinstance(k, str)] if isinstance(known, list) else []
+    for env_id in env_ids:
+        if (why := unknown_env(env_id, paths, listed)) is not None:
+            raise OptionError(why)
 
 
 def _check_reports_apart(run: RunOptions, front: Front) -> None:

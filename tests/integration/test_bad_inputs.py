@@ -112,8 +112,16 @@ CASES: dict[str, Bad] = {
                                   "in the env package's folder"),
     "list-checks-unknown-flag": Bad(["list-checks", "--everything"], 2,
                                     "unrecognized arguments: --everything"),
-    "check-unknown-env": Bad(["check", "vfc-no-such-env", *PATH], 1,
-                             "taskset 'vfc-no-such-env' not found", slow=True),
+    "check-unknown-env": Bad(["check", "vfc-no-such-env", *PATH], 2,
+                             "vfcheck: error: env 'vfc-no-such-env': no module "
+                             "'vfc_no_such_env' in "),
+    "check-typo-in-env-id": Bad(["check", "vfc-ech", *PATH], 2,
+                                "(an env id is its module's name with dashes); did you mean "
+                                "'vfc-echo'?"),
+    "check-unknown-env-arg-key": Bad(
+        ["check", "vfc-echo", *PATH, "--env-arg", "nope=1"], 2,
+        "vfcheck: error: env arg nope=1: env 'vfc-echo' rejects it: unknown config key "
+        "'taskset.nope'", slow=True),
     "check-a-file-path-for-an-env-id": Bad(
         ["check", f"{FIXTURES}/vfc_echo.py", "--checks", "load"], 1,
         f"looks like a file path; an env id is its module's name with dashes: try `vfc-echo "
@@ -151,8 +159,11 @@ CASES: dict[str, Bad] = {
         "ERROR: vfcheck: --vf-only: 'gold[9]' names no item (the items are: load, gold[0], "
         "gold[1], gold[2])", slow=True),
     "pytest-only-keeps-a-failed-load": Bad(
-        ["pytest", "--vf-env", "vfc-no-such-env", f"--vf-path={FIXTURES}", "--vf-only=gold[1]"],
-        1, "FAILED vfc-no-such-env::load", slow=True),
+        ["pytest", "--vf-env", "vfc-broken-load-exit", f"--vf-path={FIXTURES}",
+         "--vf-only=gold[1]"], 1, "FAILED vfc-broken-load-exit::load", slow=True),
+    "pytest-typo-in-env-id": Bad(
+        ["pytest", "--vf-env", "vfc-ech", f"--vf-path={FIXTURES}"], 4,
+        "ERROR: vfcheck: env 'vfc-ech': no module 'vfc_ech' in "),
     "pytest-a-file-path-for-an-env-id": Bad(
         ["pytest", "--vf-env", f"{FIXTURES}/vfc_echo.py", "-rA"], 1,
         "looks like a file path; an env id is its module's name with dashes", slow=True),

@@ -40,7 +40,8 @@ def resolved(args: argparse.Namespace, *, pyproject: bool = True) -> Resolved:
     from vfcheck.option_table import cli_given
     from vfcheck.options import resolve
 
-    found = resolve(Path.cwd(), cli_given(args, args.command), front="cli", pyproject=pyproject)
+    found = resolve(Path.cwd(), cli_given(args, args.command), front="cli", pyproject=pyproject,
+                    find_envs=args.command == "check")
     if args.command in SUMMARY_COMMANDS:
         check_step_summary()
     return found

@@ -52,10 +52,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from vfcheck.episodes.runner import EpisodeResult, run_episodes
     from vfcheck.frontends.run_report import episode_table
     from vfcheck.isolation.workdirs import owned
+    from vfcheck.options import check_env_ids
     from vfcheck.script import ScriptError
 
     console = Console(stderr=True)
     options = resolved(args, pyproject=False).check  # `vfcheck run` reads no pyproject.toml
+    check_env_ids([args.env], options.paths)
     output = args.output or Path("vfcheck-runs") / args.env / "episodes.jsonl"
 
     check_output_and_url(output, args.base_url)
@@ -138,9 +140,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     from vfcheck.cassette import ApiKeyMissing, RecordError, record, write_cassette
     from vfcheck.episodes.load_errors import EnvArgError, EnvLoadError
     from vfcheck.isolation.workdirs import owned
+    from vfcheck.options import check_env_ids
 
     console = Console(stderr=True)
     options = resolved(args).check
+    check_env_ids([args.env], options.paths)
     check_output_and_url(args.output, args.base_url)  # before any (paid) model call
     num_tasks = options.sample  # what a check run plays; a pyproject's `num_tasks` is what
     if args.num_tasks is not None and options.num_tasks is not None:  # it loads: not it

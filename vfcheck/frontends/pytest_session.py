@@ -61,7 +61,8 @@ def resolved_from_config(config: pytest.Config) -> Resolved:
     from vfcheck.frontends.step_summary import check_step_summary
     from vfcheck.options import resolve
 
-    found = resolve(config.invocation_params.dir, pytest_given(config), front="pytest")
+    found = resolve(config.invocation_params.dir, pytest_given(config), front="pytest",
+                    find_envs=True)
     check_step_summary()
     return found
 
