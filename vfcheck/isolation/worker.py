@@ -169,7 +169,7 @@ class Worker:
         type), found from the config alone before anything else starts (the fresh load of
         `determinism.load`, the env's own load): a usage error in seconds. Anything else
         is left to the `load` check, which reports it."""
-        from vfcheck.checks.load import LOAD_TIMEOUT
+        from vfcheck.checks.load import LOAD_TIMEOUT, no_network
         from vfcheck.episodes.load_errors import rejected_args
         from vfcheck.episodes.offline import offline_env_config
 
