@@ -62,6 +62,9 @@ class CheckOptions:
     golden_dir_from: GoldenFrom = "default"
     """Who named the golden dir: the command line (replay lines repeat it), pyproject.toml,
     or nobody (`golden/` of the project)."""
+    allow_from: dict[str, str] = field(default_factory=dict)
+    """Where each `allow` pattern was set: `pyproject.toml [tool.vfcheck] allow`, `--allow`
+    (the closing line says so)."""
     project_dir: str = ""
     """The project vfcheck was invoked in: the folder of the pyproject.toml nearest the
     working directory, else the working directory. Golden traces are written only inside
@@ -219,6 +222,8 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
             sources.append((raw, where_given(option, front), True, cwd))
         for value, where, text, base in sources:
             parsed = option.parse(value, where, text=text, base=base)
+            if option.name == "allow":
+                check.allow_from.update(dict.fromkeys(parsed, where))
             current = getattr(target, option.name)
             if option.kind in ("pairs", "allows"):
                 parsed = {**current, **parsed}

@@ -23,7 +23,9 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_a_typo_in_an_env_id_is_a_usage_error_naming_the_closest(project: Path) -> None:
+def test_a_typo_in_an_env_id_is_a_usage_error_naming_the_closest(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(project)
     with pytest.raises(OptionError) as bad:
         resolve(project, {"envs": ["my-evn"], "paths": ["envs"]}, find_envs=True)
     assert str(bad.value) == (

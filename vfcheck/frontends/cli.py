@@ -30,7 +30,7 @@ from vfcheck.frontends.episode_commands import (
 
 if TYPE_CHECKING:
     from vfcheck.findings import EnvReport
-    from vfcheck.options import RunOptions
+    from vfcheck.options import CheckOptions, RunOptions
 
 
 
@@ -147,7 +147,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         except RunDirError as e:
             print(f"vfcheck: error: {e}", file=sys.stderr)
             return EXIT_USAGE
-        return _conclude(console, graded, run, seed=None, verifiers=None)
+        return _conclude(console, graded, run, seed=None, verifiers=None, options=options)
     if not run.envs:
         print("vfcheck: error: name at least one env (or set envs in [tool.vfcheck], or give "
               "--from-validate RUN_DIR)", file=sys.stderr)
@@ -159,7 +159,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         console.print(f"vfcheck: {run.shard.empty_note(run.envs)}", highlight=False,
                       soft_wrap=True)
         return _conclude(console, [], run, seed=options.played_seed,
-                         verifiers=verifiers_version())
+                         verifiers=verifiers_version(), options=options)
     with CheckRun(envs, options, run, front="cli") as check_run:
         for line in check_run.header():
             console.print(line, highlight=False, markup=False, soft_wrap=True)
@@ -169,15 +169,29 @@ def cmd_check(args: argparse.Namespace) -> int:
                 _follow(console, check, check_run.checkpoint, verbose=run.verbose)
         except KeyboardInterrupt as interrupt:  # and SIGTERM's `Terminated`
             check_run.interrupted(interrupt)
-            show_reports(console, check_run.finish(), verbose=run.verbose)
+            show_reports(console, check_run.finish(), verbose=run.verbose,
+                         allow_from=options.allow_from)
             raise
         except UsageInput as e:  # what was found so far is written; nothing more runs
             check_run.finish()
             print(f"vfcheck: error: {e}", file=sys.stderr)
             return EXIT_USAGE
         reports = check_run.finish()
-    show_reports(console, reports, verbose=run.verbose)
+    show_reports(console, reports, verbose=run.verbose, allow_from=options.allow_from)
+    close_run(console, reports, options, run)
     return check_run.exit_code(reports)
+
+
+def close_run(console: Any, reports: list[EnvReport], options: CheckOptions,
+              run: RunOptions) -> None:
+    """The loud golden warnings, then what to do next (`vfcheck.frontends.next_steps`)."""
+    from vfcheck.frontends.next_steps import closing_lines, golden_not_found
+
+    for report in reports:
+        if (warning := golden_not_found(report, options)) is not None:
+            console.print(warning, style="bold yellow", highlight=False, markup=False)
+    for line in closing_lines(reports, options, run):
+        console.print(line, highlight=False, markup=False)
 
 
 def _follow(console: Any, check: Any, checkpoint: Callable[[], None], *,
@@ -220,14 +234,18 @@ def _follow(console: Any, check: Any, checkpoint: Callable[[], None], *,
 
 
 def _conclude(console: Any, reports: list[EnvReport], run: RunOptions, *,
-              seed: int | None, verifiers: str | None) -> int:
+              seed: int | None, verifiers: str | None,
+              options: CheckOptions | None = None) -> int:
     """Findings made in this process (`--from-validate`, `vfcheck library`): shown, written
     to the reports asked for; the exit code."""
     from vfcheck.frontends.report import show_reports
     from vfcheck.frontends.report_files import write_reports
+    from vfcheck.options import CheckOptions
 
-    show_reports(console, reports, verbose=run.verbose)
+    options = options or CheckOptions()
+    show_reports(console, reports, verbose=run.verbose, allow_from=options.allow_from)
     write_reports(reports, run, verifiers=verifiers, seed=seed)
+    close_run(console, reports, options, run)
     return EXIT_FAILED if any(report.bad for report in reports) else EXIT_OK
 
 

@@ -261,25 +261,19 @@ class VfcheckSession:
         return [*self.check_run.header(), *xdist, *rootdir_note(config, self.options)]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """The owner's line per env on its golden traces (as syrupy's snapshot summary)."""
-        from vfcheck.frontends.report import golden_summary
+        """The owner's sections: golden traces (as syrupy's snapshot summary), why findings
+        were skipped or expected, reward probes, and what to do next."""
+        from vfcheck.frontends.next_steps import pytest_sections
 
         if not self.owner:
             return
-        lines = [line for report in self.check_run.reports()
-                 if (line := golden_summary(report)) is not None]
-        if lines:
-            terminalreporter.write_sep("-", "vfcheck golden traces")
+        for title, lines in pytest_sections(self.check_run.reports(), self.options,
+                                            self.run_options):
+            terminalreporter.write_sep("-", f"vfcheck {title}")
             for line in lines:
-                terminalreporter.write_line(line)
-        from vfcheck.frontends.probe_table import probe_table
-
-        tables = [t for report in self.check_run.reports() if (t := probe_table(report))]
-        if tables:
-            terminalreporter.write_sep("-", "vfcheck reward probes")
-            for table in tables:
-                for line in table.lines():
-                    terminalreporter.write_line(line)
+                terminalreporter.write_line(line, **(
+                    {"yellow": True, "bold": True} if line.startswith("vfcheck: WARNING")
+                    else {}))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The JSON report of what was found so far, as items end (`CheckRun.checkpoint`)."""
