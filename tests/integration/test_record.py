@@ -119,6 +119,15 @@ def test_record_from_a_server_then_replay_offline(
         "vfc-multiturn:ping|pong": [("SERVER: ping Bearer <secret> <secret>", []),
                                     ("pong", [])],
     }
+    # a cassette of the first 2 of vfc-echo's 3 tasks: `vfcheck run` plays those 2, as
+    # recorded, instead of failing on the third (issue 24, item 6)
+    done = vfcheck("run", "vfc-echo", "--script", str(echo), "--path", str(fixtures_dir),
+                   "-o", "echo.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "echo.toml holds 2 of the 3 tasks: playing those (-n N plays the first N)" in (
+        done.stderr)
+    assert sorted(assistant_turns(tmp_path / "echo.jsonl")) == [
+        "vfc-echo:hello world", "vfc-echo:ping"]
     # ... and golden traces hold them (`vfcheck check --golden-update`, then compare)
     golden = tmp_path / "golden"
     for extra in (["--golden-update"], ["--golden-strict"]):

@@ -75,19 +75,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     def finished(result: EpisodeResult) -> None:
         progress.advance(bar)
 
-    def follows_script(tasks: list[Any]) -> None:
-        """A script entry that matches no task is the user's mistake: stop before playing."""
+    def follows_script(tasks: list[Any]) -> list[Any] | None:
+        """A script entry that matches no task is the user's mistake: stop before playing.
+        A cassette (`fallback = "error"`: it answers only what it holds) plays the tasks it
+        holds, as `vfcheck record` recorded them, not the env's others."""
         if options.script is None or options.num_tasks is not None:
-            return
+            return None
         from vfcheck.model import TaskRef
         from vfcheck.paths import shown_path
 
-        strays = script.unmatched([TaskRef(t.data.idx, str(t.key)) for t in tasks])
+        refs = [TaskRef(t.data.idx, str(t.key)) for t in tasks]
+        strays = script.unmatched(refs)
         if strays:
             raise ScriptError(f"{shown_path(Path(options.script))}: {' and '.join(strays)} "
                               f"match{'es' if len(strays) == 1 else ''} no task of env "
                               f"{args.env!r} ({len(tasks)} task(s), indices 0-"
                               f"{len(tasks) - 1})")
+        if script.fallback != "error":
+            return None
+        held = [t for t, ref in zip(tasks, refs, strict=True) if script.listed(ref)]
+        if len(held) < len(tasks):
+            console.print(f"{shown_path(Path(options.script))} holds {len(held)} of the "
+                          f"{len(tasks)} tasks: playing those (-n N plays the first N)",
+                          highlight=False, markup=False)
+        return held
 
     try:
         with owned(), progress:  # HOME: a work dir of this run's own (vfcheck.isolation.workdirs)
