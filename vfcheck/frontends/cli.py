@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     list_checks = sub.add_parser("list-checks", help="print the check catalogue")
     list_checks.add_argument("--markdown", action="store_true",
                              help="print it as the docs' Markdown table")
+    list_checks.add_argument("--all", "-v", "--verbose", action="store_true", dest="all",
+                             help="print what fails each check and why it matters (the "
+                                  "default: a line per check, its contract cut to fit)")
 
     wheels = sub.add_parser(
         "wheels", help="download the harness programs' dependencies into a wheel folder, "
@@ -205,6 +208,8 @@ def _follow(console: Any, check: Any, checkpoint: Callable[[], None], *,
     from vfcheck.frontends.report import OUTCOME_STYLE
 
     shown: set[Any] = set()
+    margin = len(check.env_id) + 1
+    column = margin  # where the next mark lands: a full line goes on below, indented
     if not verbose:
         console.print(f"{check.env_id} ", end="", highlight=False, markup=False, soft_wrap=True)
     try:
@@ -218,8 +223,12 @@ def _follow(console: Any, check: Any, checkpoint: Callable[[], None], *,
                     raise UsageInput(finding.message)
                 style = OUTCOME_STYLE.get(finding.outcome, "white")
                 if not verbose:
+                    if column >= max(margin + 10, console.width):
+                        console.print("\n" + " " * margin, end="", soft_wrap=True)
+                        column = margin
                     console.print(f"[{style}]{MARKS.get(finding.outcome, '?')}[/]", end="",
                                   highlight=False, soft_wrap=True)
+                    column += 1
                     continue
                 where = "" if finding.task is None else f"[{finding.task.index}]"
                 console.print(f"  {escape(check.env_id)} {escape(finding.check)}{where} "
@@ -304,6 +313,19 @@ def cmd_list_checks(args: argparse.Namespace) -> int:
 
         print(markdown_table(CATALOGUE))
         return EXIT_OK
+    console = Console()
+    if not args.all:  # one screen: a line per check, its contract cut to the width
+        from vfcheck.frontends.report import table_cell
+
+        id_width = max(len(spec.id) for spec in CATALOGUE)
+        room = max(20, console.width - id_width - 10)
+        lines = [f"vfcheck checks ({len(CATALOGUE)}): check, per, contract",
+                 *(f"{spec.id:<{id_width}}  {spec.scope:<6}  "
+                   f"{table_cell(spec.contract.replace('`', ''), room)}" for spec in CATALOGUE),
+                 "--all: what fails each check and why it matters; --markdown: the docs' table"]
+        for line in lines:
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+        return EXIT_OK
     table = Table(title="vfcheck checks")
     for column in ("family", "id", "per"):
         table.add_column(column, no_wrap=True)
@@ -311,7 +333,7 @@ def cmd_list_checks(args: argparse.Namespace) -> int:
         table.add_column(column, overflow="fold")
     for spec in CATALOGUE:
         table.add_row(spec.family, spec.id, spec.scope, spec.fails_when, spec.why)
-    Console().print(table)
+    console.print(table)
     return EXIT_OK
 
 

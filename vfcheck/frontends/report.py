@@ -76,7 +76,7 @@ def compact_lines(env: EnvReport, width: int = 100) -> list[str]:
     grid = outcome_grid(env)
     lines = [f"{env.id}: {counts_text(env)}", *grid.lines(width)]
     if grid.tasks:
-        lines.append(f"  {grid.legend()}")
+        lines += grid.legend_lines(width)
     return lines
 
 
@@ -196,9 +196,10 @@ def show_reports(console: Any, reports: list[EnvReport], *, verbose: bool = Fals
         else:
             for line in compact_lines(report, width=max(60, console.width)):
                 plain(line)
-            if report.bad:
-                console.print(findings_table(report, every=False))
-        for text in failure_text(report):
+        failures = failure_text(report)
+        if failures and not verbose:  # whole, once: no table cutting them short first
+            plain(f"{report.id} failures ({len(failures)}):")
+        for text in failures:
             plain(text)
         for text in explained(report, allow_from):  # wrapped at words: reasons are long
             console.print(text, highlight=False, markup=False)
