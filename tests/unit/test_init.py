@@ -121,3 +121,36 @@ def test_pyproject_envs_are_checked_unless_envs_are_named(tmp_path: Path) -> Non
     root = package(tmp_path, '[tool.vfcheck]\nenvs = ["a", "b"]\n')
     assert resolve(root).run.envs == ["a", "b"]
     assert resolve(root, {"envs": ["c"]}).run.envs == ["c"]
+
+
+def test_the_workflow_installs_vfcheck_from_where_ci_can_get_it(tmp_path: Path) -> None:
+    """`--install`: the package index, a git URL, a path in the package; by default how
+    this vfcheck was installed, if CI can reach it (here: an editable install from a folder
+    outside the package, so the index, saying why)."""
+    from vfcheck import __version__
+    from vfcheck.scaffold import install_of, workflow_text
+
+    root = package(tmp_path)
+    assert install_of(root, "index").requirement == f"vfcheck=={__version__}"
+    git = install_of(root, "git+https://github.com/me/vfcheck@v0.1.0")
+    assert (git.requirement, git.source) == (
+        "'vfcheck @ git+https://github.com/me/vfcheck@v0.1.0'", "a git URL")
+    assert "run: pip install -e . 'vfcheck @ git+https://github.com/me/vfcheck@v0.1.0'" in (
+        workflow_text(git))
+    (root / "vendor").mkdir()
+    (root / "vendor" / "vfcheck-0.1.0-py3-none-any.whl").write_text("")
+    wheel = install_of(root, "vendor/vfcheck-0.1.0-py3-none-any.whl")
+    assert (wheel.requirement, wheel.source) == (
+        "./vendor/vfcheck-0.1.0-py3-none-any.whl", "a path in the package")
+    with pytest.raises(InitError, match="is outside the package, where CI cannot reach it"):
+        install_of(root, str(tmp_path))
+    detected = install_of(root, None)
+    assert detected.source == "the package index" and "which CI cannot reach" in detected.note
+
+    made = plan_init(root, [], [], lambda: root / "golden", install="git+https://h/v.git")
+    said: list[str] = []
+    made.record = []  # no golden traces recorded here: that runs vfcheck check
+    init_package(made, echo=said.append)
+    assert any(line.startswith(".github/workflows/vfcheck.yml: written") and
+               "installs vfcheck from a git URL: pip install -e . 'vfcheck @ "
+               "git+https://h/v.git'" in line for line in said)

@@ -119,6 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--path", action="append", default=[], metavar="DIR", dest="init_paths",
                       help="folder holding the env modules, relative to the package "
                            "(default: . or src if the module is there)")
+    init.add_argument("--install", metavar="SOURCE",
+                      help="where the CI workflow installs vfcheck from: index (the package "
+                           "index), a git URL (git+https://...), a path in the package, or a "
+                           "pip requirement (default: how this vfcheck was installed, if CI "
+                           "can reach it, else the package index)")
 
     merge = sub.add_parser(
         "merge", help="join the JSON reports of a run's shards (--shard K/N) into one, "

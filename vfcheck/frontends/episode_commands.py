@@ -196,7 +196,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     root = Path.cwd()
     try:
         plan = plan_init(root, args.envs, args.init_paths,
-                         lambda: Path(resolve(root).check.golden_dir))
+                         lambda: Path(resolve(root).check.golden_dir), install=args.install)
     except InitError as e:
         print(f"vfcheck: init: {e}", file=sys.stderr)
         return EXIT_USAGE if e.usage else EXIT_FAILED
