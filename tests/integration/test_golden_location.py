@@ -68,8 +68,11 @@ def test_an_update_from_outside_writes_here_and_leaves_the_other_project_alone(
     words = FORMS[form](other)
     run = pytester.runpytest_subprocess(
         "--vf-env", "vfc-echo", *words, "--vf-checks", "golden",
-        "--snapshot-update", "-p", "no:cacheprovider", timeout=600)
+        "--snapshot-update", "-p", "no:cacheprovider", "-rA", timeout=600)
     assert run.ret == 0, run.stdout.str()[-3000:]
+    # node ids are the env's name wherever pytest's rootdir went (not ../other/vfc-echo::...)
+    assert "PASSED vfc-echo::golden[0]" in run.stdout.lines
+    assert not [line for line in run.stdout.lines if "/vfc-echo::" in line]
     assert tree(other) == before
     recorded = tree(pytester.path / "golden")
     assert sorted(recorded) == ["vfc-echo/vfc-echo_hello_world.json",

@@ -91,6 +91,23 @@ def rootdir_note(config: pytest.Config, options: CheckOptions) -> list[str]:
             f"{options.golden_dir}. Write {flag}={value} to keep pytest's rootdir here too."]
 
 
+def keep_node_ids(config: pytest.Config, env_ids: list[str]) -> None:
+    """vfcheck's node ids (`ENV::check[i]`) are names, not paths: pytest shows them relative
+    to the working directory when its rootdir moved (`--vf-path /other/envs`, two words,
+    makes it another project), as `../other/ENV::load`. Shown as they are instead; other
+    node ids (the user's own tests) keep pytest's rendering."""
+    relative = config.cwd_relative_nodeid
+    own = set(env_ids)
+
+    def shown(nodeid: Any) -> Any:  # pytest 9: a `NodeId` (its `path`); before, a string
+        head = str(getattr(nodeid, "path", nodeid)).split("::", 1)[0]
+        if head in own or head.startswith(("vfcheck-shard[", "verifiers@")):
+            return nodeid
+        return relative(nodeid)
+
+    config.cwd_relative_nodeid = shown  # type: ignore[method-assign]
+
+
 class CheckFailed(Exception):
     """A finding with outcome `failed`: the env broke a contract."""
 
@@ -118,6 +135,7 @@ class VfcheckSession:
             if shard and not self.env_ids else None
         """A shard with no env: its label and why (one skipped item says it)."""
         self.only: list[str] = list(found.run.only)
+        keep_node_ids(config, self.env_ids)
         self.spread = spreads_envs(config, found.run.spread)
         self.plans: dict[str, dict[str, Any] | None] | None = None
         """Each env's plan, from the controller, on a spreading xdist worker."""
