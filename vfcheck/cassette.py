@@ -296,6 +296,25 @@ class Recording:
     tiers: list[RoleTier]
 
 
+async def served_model(base_url: str, key: str | None) -> str | None:
+    """The model to name when the user named none: vfcheck's own mock (`vfcheck
+    mock-server`, whose `GET /models` lists models it owns) is `vfcheck-scripted`, so a
+    cassette recorded from it does not claim another model replied. None otherwise (the
+    runner's default is sent, as before)."""
+    from vfcheck.model import DEFAULT_MODEL_ID
+
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        async with httpx.AsyncClient(timeout=5.0) as client:
+            listed = (await client.get(base_url.rstrip("/") + "/models",
+                                       headers=headers)).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    data = listed.get("data") if isinstance(listed, dict) else None
+    owners = {m.get("owned_by") for m in data or [] if isinstance(m, dict)}
+    return DEFAULT_MODEL_ID if owners == {"vfcheck"} else None
+
+
 async def record(
     env_id: str,
     *,
@@ -319,6 +338,8 @@ async def record(
     from vfcheck.episodes.runner import REAL_MODEL_DEFAULT, run_episodes
 
     key = api_key_for(api_key_var, base_url)
+    if model_name is None:
+        model_name = await served_model(base_url, key)
     summary = await run_episodes(
         env_id, num_tasks=num_tasks, rollouts=1, concurrency=concurrency, harness=harness,
         env_args=env_args, base_url=base_url, api_key_var=api_key_var, model_name=model_name,

@@ -98,6 +98,8 @@ def test_record_from_a_server_then_replay_offline(
         assert API_KEY not in text and TOKEN not in text and "abc.def-123456" not in text
     script = tomllib.loads(echo.read_text())
     assert script["fallback"] == "error"
+    # the mock replied: the header names it, not the model a real endpoint gets by default
+    assert "replies of model vfcheck-scripted at 127.0.0.1" in echo.read_text()
     assert [t["key"] for t in script["task"]] == ["vfc-echo:hello world", "vfc-echo:ping"]
     assert script["task"][0]["turn"] == [{
         "reply": "SERVER: Answer directly without using tools or running code. Your reply must "
