@@ -26,6 +26,7 @@ import pytest
 from vfcheck.checks import BY_ID
 from vfcheck.exits import EXIT_SIGINT
 from vfcheck.findings import EnvReport, Finding
+from vfcheck.frontends.node_ids import keep_node_ids, only_items
 from vfcheck.frontends.run import CheckRun, verifiers_version
 from vfcheck.frontends.xdist_spread import (
     PLANS_KEY,
@@ -91,23 +92,6 @@ def rootdir_note(config: pytest.Config, options: CheckOptions) -> list[str]:
             f"{options.golden_dir}. Write {flag}={value} to keep pytest's rootdir here too."]
 
 
-def keep_node_ids(config: pytest.Config, env_ids: list[str]) -> None:
-    """vfcheck's node ids (`ENV::check[i]`) are names, not paths: pytest shows them relative
-    to the working directory when its rootdir moved (`--vf-path /other/envs`, two words,
-    makes it another project), as `../other/ENV::load`. Shown as they are instead; other
-    node ids (the user's own tests) keep pytest's rendering."""
-    relative = config.cwd_relative_nodeid
-    own = set(env_ids)
-
-    def shown(nodeid: Any) -> Any:  # pytest 9: a `NodeId` (its `path`); before, a string
-        head = str(getattr(nodeid, "path", nodeid)).split("::", 1)[0]
-        if head in own or head.startswith(("vfcheck-shard[", "verifiers@")):
-            return nodeid
-        return relative(nodeid)
-
-    config.cwd_relative_nodeid = shown  # type: ignore[method-assign]
-
-
 class CheckFailed(Exception):
     """A finding with outcome `failed`: the env broke a contract."""
 
@@ -135,6 +119,10 @@ class VfcheckSession:
             if shard and not self.env_ids else None
         """A shard with no env: its label and why (one skipped item says it)."""
         self.only: list[str] = list(found.run.only)
+        if self.only:  # only what the named items need runs (`Registry.families_of`)
+            from vfcheck.checks import REGISTRY
+
+            self.options.families = REGISTRY.families_of(self.only, self.options.families)
         keep_node_ids(config, self.env_ids)
         self.spread = spreads_envs(config, found.run.spread)
         self.plans: dict[str, dict[str, Any] | None] | None = None
@@ -477,28 +465,4 @@ class CheckItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, 0, f"{self.parent.name}::{self.name}"  # type: ignore[union-attr]
 
-
-def only_items(items: list[pytest.Item], wanted: list[str]) -> list[pytest.Item]:
-    """The items `--vf-only` names (`gold[1]`, or `gold` for every task), and the `load`
-    item of an env that did not load (its other items are not there to pick: the load
-    failure must not vanish). A name that matches no item of a loaded env is a usage error
-    naming it, not an empty run."""
-    def picks(item: pytest.Item, want: str) -> bool:
-        return item.name == want or item.name.split("[")[0] == want
-
-    by_env: dict[str, list[pytest.Item]] = {}
-    for item in items:
-        by_env.setdefault(item.parent.nodeid if item.parent else "", []).append(item)
-    unloaded = {env for env, its in by_env.items() if [i.name for i in its] == ["load"]}
-    kept = [item for item in items if any(picks(item, want) for want in wanted)
-            or (item.parent is not None and item.parent.nodeid in unloaded)]
-    loaded = [item for item in items if item.parent is None
-              or item.parent.nodeid not in unloaded]
-    missing = [want for want in wanted if loaded and not any(picks(i, want) for i in loaded)]
-    if missing:
-        names = list(dict.fromkeys(i.name for i in loaded))
-        shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
-        raise pytest.UsageError(f"vfcheck: --vf-only: {', '.join(map(repr, missing))} names "
-                                f"no item (the items are: {shown})")
-    return kept
 
