@@ -2,22 +2,19 @@
 user wrote.
 
 Three steps, each idempotent (a second run changes nothing and says so) and each refusing to
-overwrite: `[tool.vfcheck]` in `pyproject.toml` (the envs and the module folder, added as
-text so the user's formatting and comments stay; a key already there with another value is
-a refusal), the CI workflow `.github/workflows/vfcheck.yml` (an existing different file is a
+overwrite: `[tool.vfcheck]` in `pyproject.toml` (the envs and the module folder, added with
+tomlkit so the user's formatting and comments stay; a key already there with another value
+is a refusal), the CI workflow `.github/workflows/vfcheck.yml` (an existing different file is a
 refusal), and the envs' golden traces, recorded by `vfcheck check --checks golden
 --golden-update` (an env with golden traces already keeps them). Conflicts are found before
 anything is written: a refused init writes nothing.
 
-No TOML writer is needed (none is in vfcheck's dependencies): the keys are appended to the
-table's header line or as a new table, and the result is parsed back and compared with what
-was meant before it is written.
+The result is parsed back and compared with what was meant before it is written.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import subprocess
 import sys
@@ -151,9 +148,6 @@ def _given_install(root: Path, given: str) -> Install:
 WORKFLOW = workflow_text(index_install())
 """The workflow that installs vfcheck from the package index."""
 
-_HEADER = re.compile(r"^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*vfcheck[ \t]*\][ \t]*(#.*)?$",
-                     re.MULTILINE)
-
 
 class InitError(Exception):
     """init cannot run here or refuses to overwrite; `str()` is one line saying why and what
@@ -282,25 +276,37 @@ def plan_init(root: Path, envs: Sequence[str], paths: Sequence[str],
 
 def _with_keys(text: str, data: dict[str, Any], keys: dict[str, list[str]],
                name: str) -> str:
-    """`text` with `keys` added to `[tool.vfcheck]`: right below its header line, or as a
-    new table at the end; parsed back and checked to change nothing else."""
-    lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in keys.items())
-    header = _HEADER.search(text)
-    if header is not None:
-        at = header.end() + 1 if header.end() < len(text) else len(text)
-        new = text[:at] + ("" if text[:at].endswith("\n") else "\n") + lines + text[at:]
-    else:
-        new = text + ("" if text.endswith("\n") or not text else "\n") + \
-            "\n[tool.vfcheck]\n" + lines
+    """`text` with `keys` added to `[tool.vfcheck]` (made if missing), written by tomlkit,
+    which keeps the user's formatting, comments and key style (dotted keys too); parsed
+    back and checked to change nothing else."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        document = tomlkit.parse(text)
+        tool = document.get("tool")
+        if tool is None:
+            tool = tomlkit.table(is_super_table=True)
+            document.add("tool", tool)
+        table = tool.get("vfcheck")
+        if table is None:
+            table = tomlkit.table()
+            tool.add("vfcheck", table)
+        for key, value in keys.items():
+            table.add(key, value)
+        new = tomlkit.dumps(document)
+    except TOMLKitError:
+        new = ""
     expected = json.loads(json.dumps(data))
     expected.setdefault("tool", {}).setdefault("vfcheck", {}).update(keys)
     try:
-        if tomllib.loads(new) == expected:
+        if new and tomllib.loads(new) == expected:
             return new
     except tomllib.TOMLDecodeError:
         pass
-    raise InitError(f"{name}: cannot add {', '.join(keys)} to [tool.vfcheck] as text here; "
-                    f"add these lines to it yourself: {lines.strip()!r}")
+    lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in keys.items())
+    raise InitError(f"{name}: cannot add {', '.join(keys)} to [tool.vfcheck] here; add "
+                    f"these lines to it yourself: {lines.strip()!r}")
 
 
 def record_golden(root: Path, env: str, *, echo: Callable[[str], None]) -> int:

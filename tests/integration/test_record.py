@@ -141,7 +141,7 @@ def test_record_from_a_server_then_replay_offline(
     assert "SERVER: Answer directly" in stored and API_KEY not in stored
 
     # a turn the cassette does not hold: one line naming the task and the turn, exit 1
-    multi.write_text(multi.read_text().replace("[[task.turn]]  # turn 1\nreply = 'pong'\n", ""))
+    multi.write_text(multi.read_text().replace("\n[[task.turn]] # turn 1\nreply = 'pong'\n", ""))
     done = vfcheck("run", "vfc-multiturn", "--script", str(multi), "--path", str(fixtures_dir),
                    "-o", "miss.jsonl", cwd=tmp_path)
     assert done.returncode == 1

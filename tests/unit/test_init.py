@@ -38,7 +38,7 @@ def package(tmp_path: Path, pyproject: str = USER_PYPROJECT, module: str | None 
     return root
 
 
-def test_the_keys_go_below_the_users_table_header_and_nothing_else_changes(
+def test_the_keys_go_into_the_users_table_and_nothing_else_changes(
     tmp_path: Path,
 ) -> None:
     root = package(tmp_path)
@@ -46,8 +46,8 @@ def test_the_keys_go_below_the_users_table_header_and_nothing_else_changes(
     assert made.envs == ["vfc-echo"] and made.paths == ["."]
     assert made.notes == ["env 'vfc-echo': the project's name (name others: vfcheck init ENV...)"]
     assert made.pyproject_text == USER_PYPROJECT.replace(
-        "[tool.vfcheck]  # the user's own settings\n",
-        '[tool.vfcheck]  # the user\'s own settings\nenvs = ["vfc-echo"]\npaths = ["."]\n')
+        "sample = 2      # kept, as is this comment\n",
+        'sample = 2      # kept, as is this comment\nenvs = ["vfc-echo"]\npaths = ["."]\n')
     assert made.workflow and made.record == ["vfc-echo"]
 
 
@@ -88,12 +88,12 @@ def test_a_different_workflow_is_refused_and_nothing_is_written(tmp_path: Path) 
     assert workflow.read_text() == "name: mine\n"
 
 
-def test_what_text_cannot_add_safely_is_refused(tmp_path: Path) -> None:
-    """A `tool.vfcheck` made by dotted keys cannot take a `[tool.vfcheck]` header."""
+def test_a_table_of_dotted_keys_gets_dotted_keys(tmp_path: Path) -> None:
+    """A `tool.vfcheck` made by dotted keys keeps its style (tomlkit writes it)."""
     root = package(tmp_path, '[tool]\nvfcheck.sample = 2\n')
-    with pytest.raises(InitError, match=r"cannot add envs, paths to \[tool.vfcheck\] as text "
-                       r"here; add these lines to it yourself"):
-        plan_init(root, ["vfc-echo"], [], lambda: root / "golden")
+    made = plan_init(root, ["vfc-echo"], [], lambda: root / "golden")
+    assert made.pyproject_text == (
+        '[tool]\nvfcheck.sample = 2\nvfcheck.envs = ["vfc-echo"]\nvfcheck.paths = ["."]\n')
 
 
 def test_usage_errors(tmp_path: Path) -> None:
