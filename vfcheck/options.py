@@ -27,8 +27,8 @@ from vfcheck.paths import shown_path, unwritable, write_refusal
 if TYPE_CHECKING:
     from vfcheck.shards import Shard
 
-__all__ = ["CheckOptions", "OptionError", "Resolved", "RunOptions", "resolve",
-           "resolve_options", "shown_path", "write_refusal"]
+__all__ = ["CheckOptions", "EpisodeOptions", "OptionError", "Resolved", "RunOptions",
+           "resolve", "resolve_options", "shown_path", "write_refusal"]
 
 
 def default_of(name: str) -> Callable[[], Any]:
@@ -144,9 +144,25 @@ class RunOptions:
 
 
 @dataclass
+class EpisodeOptions:
+    """How `vfcheck run`, `record` and `mock-server` play: one field per `episodes` option
+    of `OPTIONS`."""
+
+    rollouts: int = field(default_factory=default_of("rollouts"))
+    concurrency: int = field(default_factory=default_of("concurrency"))
+    base_url: str | None = field(default_factory=default_of("base_url"))
+    api_key_var: str = field(default_factory=default_of("api_key_var"))
+    model: str | None = field(default_factory=default_of("model"))
+    episode_timeout: float = field(default_factory=default_of("episode_timeout"))
+    output: str | None = field(default_factory=default_of("output"))
+    port: int = field(default_factory=default_of("port"))
+
+
+@dataclass
 class Resolved:
     check: CheckOptions
     run: RunOptions
+    episodes: EpisodeOptions = field(default_factory=EpisodeOptions)
 
 
 # -- resolving
@@ -207,8 +223,9 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
     settings = pyproject_settings(found) if found is not None and pyproject else {}
     project = found.parent.resolve() if found is not None else cwd
     check, run = CheckOptions(project_dir=str(project)), RunOptions()
+    episodes = EpisodeOptions()
     for option in OPTIONS:
-        target: Any = check if option.scope == "check" else run
+        target: Any = {"check": check, "run": run, "episodes": episodes}[option.scope]
         sources: list[tuple[Any, str, bool, Path]] = []
         if option.name in settings:
             assert found is not None
@@ -239,7 +256,7 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
         check_env_ids(run.envs, check.paths, settings.get("envs"))
     _check_usable(check, front)
     _check_reports_apart(run, front)
-    return Resolved(check, run)
+    return Resolved(check, run, episodes)
 
 
 def check_env_ids(env_ids: list[str], paths: list[str], known: Any = None) -> None:

@@ -187,8 +187,9 @@ def test_an_endpoint_that_only_fails_records_nothing(
 
 
 @pytest.mark.slow
-def test_record_needs_the_key_of_a_remote_endpoint(tmp_path: Path) -> None:
-    done = vfcheck("record", "vfc-echo", "--base-url", "https://api.example.invalid/v1",
+def test_record_needs_the_key_of_a_remote_endpoint(fixtures_dir: Path, tmp_path: Path) -> None:
+    done = vfcheck("record", "vfc-echo", "--path", str(fixtures_dir),
+                   "--base-url", "https://api.example.invalid/v1",
                    "--api-key-var", "VFC_NO_SUCH_KEY", "-o", "c.toml", cwd=tmp_path,
                    env={"VFC_NO_SUCH_KEY": ""})
     assert done.returncode == 2

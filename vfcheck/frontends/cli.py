@@ -20,7 +20,7 @@ from vfcheck.exits import (
     interrupt_code,
     raise_terminated,
 )
-from vfcheck.frontends.cli_args import bounded, resolved
+from vfcheck.frontends.cli_args import resolved
 from vfcheck.frontends.episode_commands import (
     cmd_init,
     cmd_mock_server,
@@ -38,27 +38,9 @@ class UsageInput(Exception):
     """An env cannot take the user's input (a script entry, an env arg): a usage error."""
 
 
-def add_episode_options(parser: argparse.ArgumentParser, *, base_url: str,
-                        required: bool = False) -> None:
-    """The flags of the commands that play episodes against an endpoint (`run`, `record`):
-    which endpoint, its key and model, how many episodes at once, and their deadline."""
-    from vfcheck.episodes.offline import DEFAULT_API_KEY_VAR
-
-    parser.add_argument("-c", "--concurrency", type=bounded(int, 1), default=4,
-                        help="episodes at once")
-    parser.add_argument("--base-url", required=required, help=base_url)
-    parser.add_argument("--api-key-var", default=DEFAULT_API_KEY_VAR,
-                        help=f"env var holding the endpoint's API key (default "
-                             f"{DEFAULT_API_KEY_VAR}; an endpoint on this machine may do "
-                             "without)")
-    parser.add_argument("--model", help="model name sent upstream")
-    parser.add_argument("--timeout", type=bounded(float, 0.1), default=300.0,
-                        help="deadline per episode, seconds (default 300)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    """The subcommands; options shared with the check run come from the option table
-    (`vfcheck.option_table.OPTIONS`), flags of one subcommand only are written here."""
+    """The subcommands; every option with a value comes from the option table
+    (`vfcheck.option_table.OPTIONS`), with its default; positional words are written here."""
     from vfcheck import __version__
     from vfcheck.option_table import add_cli_options
 
@@ -70,11 +52,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="play episodes of an env against the scripted model")
     run.add_argument("env", help="env id, e.g. echo-v1")
-    run.add_argument("-r", "--rollouts", type=bounded(int, 1), default=1,
-                     help="episodes per task")
-    add_episode_options(run, base_url="a real OpenAI-compatible endpoint instead of the mock")
-    run.add_argument("-o", "--output", type=Path,
-                     help="episodes JSONL (default vfcheck-runs/<env>/episodes.jsonl)")
     add_cli_options(run, "run")
 
     check = sub.add_parser(
@@ -105,10 +82,6 @@ def build_parser() -> argparse.ArgumentParser:
         "record", help="play an env against a real endpoint and write the replies as a script "
                        "(a cassette) that --script replays offline")
     record.add_argument("env", help="env id, e.g. vfc-echo")
-    add_episode_options(record, base_url="the OpenAI-compatible endpoint to record from",
-                        required=True)
-    record.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
-                        help="the cassette to write (a script file, TOML)")
     add_cli_options(record, "record")
 
     init = sub.add_parser(
@@ -133,8 +106,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_cli_options(merge, "merge")
 
     mock = sub.add_parser("mock-server", help="serve the scripted model on 127.0.0.1")
-    mock.add_argument("--port", type=bounded(int, 0, 65535), default=8000,
-                      help="port on 127.0.0.1 (0: a free one; default 8000)")
     add_cli_options(mock, "mock-server")
     return parser
 
