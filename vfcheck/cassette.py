@@ -217,30 +217,51 @@ def scrub_turns(turns: list[dict[str, Any]], secrets: Iterable[str | None]) -> l
 
 def cassette_text(tasks: Sequence[RecordedTask], *, env_id: str, base_url: str,
                   model: str) -> str:
-    """The cassette as a script file; it is parsed back before it is returned, so a file
-    `vfcheck record` writes always loads."""
+    """The cassette as a script file, written with tomlkit (a TOML writer: every string
+    quoted right, whatever a model replied); it is parsed back before it is returned, so a
+    file `vfcheck record` writes always loads."""
+    import tomlkit
+
     host = cassette_host(base_url)
-    lines = [
-        f"# vfcheck cassette of env {env_id}: replies of model {model} at {host},",
-        "# written by `vfcheck record` (secrets scrubbed). Replay it offline with",
-        f"#   vfcheck check {env_id} --script FILE   (or pytest --vf-env {env_id} "
-        "--vf-script FILE)",
-        "# A request it holds no turn for fails, naming the task and the turn; set",
-        '# fallback = "default" to let the default policy answer those instead.',
-        'fallback = "error"',
-    ]
+    document = tomlkit.document()
+    for line in (
+            f"vfcheck cassette of env {env_id}: replies of model {model} at {host},",
+            "written by `vfcheck record` (secrets scrubbed). Replay it offline with",
+            f"  vfcheck check {env_id} --script FILE   (or pytest --vf-env {env_id} "
+            "--vf-script FILE)",
+            "A request it holds no turn for fails, naming the task and the turn; set",
+            'fallback = "default" to let the default policy answer those instead.'):
+        document.add(tomlkit.comment(line))
+    document.add("fallback", "error")
+    listed = tomlkit.aot()
     for task in tasks:
         if not task.turns:
             continue
-        lines += ["", "[[task]]", f"key = {_toml(task.key)}  # index {task.index}"]
-        for number, turn in enumerate(task.turns):
-            lines += [f"[[task.turn]]  # turn {number}"]
-            lines += [f"{name} = {_toml(value)}" for name, value in turn.items()
-                      if name != "calls"]
-            for call in turn.get("calls", []):
-                lines += ["[[task.turn.calls]]"]
-                lines += [f"{name} = {_toml(value)}" for name, value in call.items()]
-    text = "\n".join(lines) + "\n"
+        entry = tomlkit.table()
+        entry.add("key", _toml(task.key))
+        entry["key"].comment(f"index {task.index}")
+        turns = tomlkit.aot()
+        for number, recorded in enumerate(task.turns):
+            turn = tomlkit.table()
+            turn.comment(f"turn {number}")
+            for name, value in recorded.items():
+                if name != "calls":
+                    turn.add(name, _toml(value))
+            if recorded.get("calls"):
+                calls = tomlkit.aot()
+                for call in recorded["calls"]:
+                    table = tomlkit.table()
+                    for name, value in call.items():
+                        table.add(name, _toml(value))
+                    calls.append(table)
+                turn.add("calls", calls)
+            turns.append(turn)
+        entry.add("turn", turns)
+        listed.append(entry)
+    if listed:
+        document.add(tomlkit.nl())
+        document.add("task", listed)
+    text = tomlkit.dumps(document)
     try:
         Script.from_toml(text, source="the cassette")
     except ScriptError as error:  # a bug of this module, not of the user's input
@@ -253,16 +274,16 @@ def cassette_host(base_url: str) -> str:
     return httpx.URL(base_url).netloc.decode("ascii", "replace").rpartition("@")[2]
 
 
-def _toml(value: Any) -> str:
+def _toml(value: Any) -> Any:
     """A TOML value: a literal string ('...', no escapes: JSON arguments stay readable)
-    when it can be one, else a basic string, whose escapes are JSON's (TOML also forbids
-    a raw DEL)."""
+    when it can be one, else a basic string (tomlkit escapes it)."""
+    import tomlkit
+
     if isinstance(value, bool | int):
-        return json.dumps(value)
+        return value
     text = str(value)
-    if "'" not in text and all(c == "\t" or (" " <= c and c != "\x7f") for c in text):
-        return f"'{text}'"
-    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+    literal = "'" not in text and all(c == "\t" or (" " <= c and c != "\x7f") for c in text)
+    return tomlkit.string(text, literal=literal)
 
 
 def placeholder_notes(task: RecordedTask) -> list[str]:
@@ -296,6 +317,25 @@ class Recording:
     tiers: list[RoleTier]
 
 
+async def served_model(base_url: str, key: str | None) -> str | None:
+    """The model to name when the user named none: vfcheck's own mock (`vfcheck
+    mock-server`, whose `GET /models` lists models it owns) is `vfcheck-scripted`, so a
+    cassette recorded from it does not claim another model replied. None otherwise (the
+    runner's default is sent, as before)."""
+    from vfcheck.model import DEFAULT_MODEL_ID
+
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        async with httpx.AsyncClient(timeout=5.0) as client:
+            listed = (await client.get(base_url.rstrip("/") + "/models",
+                                       headers=headers)).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    data = listed.get("data") if isinstance(listed, dict) else None
+    owners = {m.get("owned_by") for m in data or [] if isinstance(m, dict)}
+    return DEFAULT_MODEL_ID if owners == {"vfcheck"} else None
+
+
 async def record(
     env_id: str,
     *,
@@ -319,6 +359,8 @@ async def record(
     from vfcheck.episodes.runner import REAL_MODEL_DEFAULT, run_episodes
 
     key = api_key_for(api_key_var, base_url)
+    if model_name is None:
+        model_name = await served_model(base_url, key)
     summary = await run_episodes(
         env_id, num_tasks=num_tasks, rollouts=1, concurrency=concurrency, harness=harness,
         env_args=env_args, base_url=base_url, api_key_var=api_key_var, model_name=model_name,

@@ -27,8 +27,8 @@ from vfcheck.paths import shown_path, unwritable, write_refusal
 if TYPE_CHECKING:
     from vfcheck.shards import Shard
 
-__all__ = ["CheckOptions", "OptionError", "Resolved", "RunOptions", "resolve",
-           "resolve_options", "shown_path", "write_refusal"]
+__all__ = ["CheckOptions", "EpisodeOptions", "OptionError", "Resolved", "RunOptions",
+           "resolve", "resolve_options", "shown_path", "write_refusal"]
 
 
 def default_of(name: str) -> Callable[[], Any]:
@@ -62,6 +62,9 @@ class CheckOptions:
     golden_dir_from: GoldenFrom = "default"
     """Who named the golden dir: the command line (replay lines repeat it), pyproject.toml,
     or nobody (`golden/` of the project)."""
+    allow_from: dict[str, str] = field(default_factory=dict)
+    """Where each `allow` pattern was set: `pyproject.toml [tool.vfcheck] allow`, `--allow`
+    (the closing line says so)."""
     project_dir: str = ""
     """The project vfcheck was invoked in: the folder of the pyproject.toml nearest the
     working directory, else the working directory. Golden traces are written only inside
@@ -141,9 +144,25 @@ class RunOptions:
 
 
 @dataclass
+class EpisodeOptions:
+    """How `vfcheck run`, `record` and `mock-server` play: one field per `episodes` option
+    of `OPTIONS`."""
+
+    rollouts: int = field(default_factory=default_of("rollouts"))
+    concurrency: int = field(default_factory=default_of("concurrency"))
+    base_url: str | None = field(default_factory=default_of("base_url"))
+    api_key_var: str = field(default_factory=default_of("api_key_var"))
+    model: str | None = field(default_factory=default_of("model"))
+    episode_timeout: float = field(default_factory=default_of("episode_timeout"))
+    output: str | None = field(default_factory=default_of("output"))
+    port: int = field(default_factory=default_of("port"))
+
+
+@dataclass
 class Resolved:
     check: CheckOptions
     run: RunOptions
+    episodes: EpisodeOptions = field(default_factory=EpisodeOptions)
 
 
 # -- resolving
@@ -186,7 +205,8 @@ def pyproject_settings(pyproject: Path) -> dict[str, Any]:
 
 
 def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front = "cli",
-            pyproject: bool = True, environ: Mapping[str, str] | None = None) -> Resolved:
+            pyproject: bool = True, environ: Mapping[str, str] | None = None,
+            find_envs: bool = False) -> Resolved:
     """Every option of a run, checked: `[tool.vfcheck]` of the pyproject.toml nearest `cwd`
     (relative paths there are relative to its folder), then the environment, then what the
     command line gave (`None` = not given; relative paths relative to `cwd`), which wins.
@@ -194,7 +214,8 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
 
     `cwd` is the working directory the user invoked vfcheck in, for both front ends (never
     pytest's rootdir, which lands elsewhere when pytest takes an option's value for a test
-    path): its project is the folder of the nearest pyproject.toml."""
+    path): its project is the folder of the nearest pyproject.toml. `find_envs`: each env
+    id must name a module verifiers can load (`check_env_ids`)."""
     cwd = cwd.resolve()
     given = given or {}
     environ = os.environ if environ is None else environ
@@ -202,8 +223,9 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
     settings = pyproject_settings(found) if found is not None and pyproject else {}
     project = found.parent.resolve() if found is not None else cwd
     check, run = CheckOptions(project_dir=str(project)), RunOptions()
+    episodes = EpisodeOptions()
     for option in OPTIONS:
-        target: Any = check if option.scope == "check" else run
+        target: Any = {"check": check, "run": run, "episodes": episodes}[option.scope]
         sources: list[tuple[Any, str, bool, Path]] = []
         if option.name in settings:
             assert found is not None
@@ -217,6 +239,8 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
             sources.append((raw, where_given(option, front), True, cwd))
         for value, where, text, base in sources:
             parsed = option.parse(value, where, text=text, base=base)
+            if option.name == "allow":
+                check.allow_from.update(dict.fromkeys(parsed, where))
             current = getattr(target, option.name)
             if option.kind in ("pairs", "allows"):
                 parsed = {**current, **parsed}
@@ -228,9 +252,23 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
                                      "pyproject" if option.name in settings else "default")
     if not check.golden_dir:
         check.golden_dir = str((project / "golden").resolve())
+    if find_envs:  # a check run's envs: each must name a module (`check_env_ids`)
+        check_env_ids(run.envs, check.paths, settings.get("envs"))
     _check_usable(check, front)
     _check_reports_apart(run, front)
-    return Resolved(check, run)
+    return Resolved(check, run, episodes)
+
+
+def check_env_ids(env_ids: list[str], paths: list[str], known: Any = None) -> None:
+    """Each env id names a module verifiers' loader can find (`vfcheck.env_ids`), else an
+    OptionError with "did you mean" from `known` (`[tool.vfcheck] envs`) and the ids under
+    `paths`: a typo is a usage error before any slow load."""
+    from vfcheck.env_ids import unknown_env
+
+    listed = [k for k in known if isinstance(k, str)] if isinstance(known, list) else []
+    for env_id in env_ids:
+        if (why := unknown_env(env_id, paths, listed)) is not None:
+            raise OptionError(why)
 
 
 def _check_reports_apart(run: RunOptions, front: Front) -> None:

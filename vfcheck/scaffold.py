@@ -2,22 +2,19 @@
 user wrote.
 
 Three steps, each idempotent (a second run changes nothing and says so) and each refusing to
-overwrite: `[tool.vfcheck]` in `pyproject.toml` (the envs and the module folder, added as
-text so the user's formatting and comments stay; a key already there with another value is
-a refusal), the CI workflow `.github/workflows/vfcheck.yml` (an existing different file is a
+overwrite: `[tool.vfcheck]` in `pyproject.toml` (the envs and the module folder, added with
+tomlkit so the user's formatting and comments stay; a key already there with another value
+is a refusal), the CI workflow `.github/workflows/vfcheck.yml` (an existing different file is a
 refusal), and the envs' golden traces, recorded by `vfcheck check --checks golden
 --golden-update` (an env with golden traces already keeps them). Conflicts are found before
 anything is written: a refused init writes nothing.
 
-No TOML writer is needed (none is in vfcheck's dependencies): the keys are appended to the
-table's header line or as a new table, and the result is parsed back and compared with what
-was meant before it is written.
+The result is parsed back and compared with what was meant before it is written.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import subprocess
 import sys
@@ -27,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["WORKFLOW", "WORKFLOW_PATH", "InitError", "InitPlan", "init_package", "plan_init"]
+__all__ = ["WORKFLOW", "WORKFLOW_PATH", "InitError", "InitPlan", "Install", "init_package",
+           "install_of", "plan_init", "workflow_text"]
 
 WORKFLOW_PATH = Path(".github", "workflows", "vfcheck.yml")
-WORKFLOW = """\
+WORKFLOW_TEMPLATE = """\
 # vfcheck's conformance checks of this package's envs (written by `vfcheck init`).
 # The envs and paths come from [tool.vfcheck] in pyproject.toml; golden traces from golden/.
 name: vfcheck
@@ -45,8 +43,8 @@ jobs:
       - uses: actions/setup-python@v5
         with:
           python-version: "3.11"
-      - name: Install the package and vfcheck
-        run: pip install -e . vfcheck
+      - name: Install the package and vfcheck ({source})
+        run: pip install -e . {requirement}
       - name: Check the envs
         run: >-
           vfcheck check --golden-strict
@@ -63,10 +61,92 @@ jobs:
 """
 """The workflow: `vfcheck check` reads the envs from pyproject.toml, fails on a missing
 golden trace (`--golden-strict`: they were recorded), and the reports are uploaded even
-when it fails."""
+when it fails. `{requirement}` is where CI installs vfcheck from (`Install`)."""
 
-_HEADER = re.compile(r"^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*vfcheck[ \t]*\][ \t]*(#.*)?$",
-                     re.MULTILINE)
+
+@dataclass(frozen=True)
+class Install:
+    """Where the workflow installs vfcheck from: a pip requirement, what it is in words
+    (`the package index`, `a git URL`, `a path in the package`), and a note when the choice
+    was not the user's and may not suit their CI."""
+
+    requirement: str
+    source: str
+    note: str = ""
+
+
+def workflow_text(install: Install) -> str:
+    return WORKFLOW_TEMPLATE.format(requirement=install.requirement, source=install.source)
+
+
+def index_install() -> Install:
+    from vfcheck import __version__
+
+    return Install(shlex.quote(f"vfcheck=={__version__}"), "the package index")
+
+
+def install_of(root: Path, given: str | None) -> Install:
+    """Where CI gets vfcheck: `given` (`--install`: `index`, a git URL, a path, or any pip
+    requirement), else how this vfcheck was installed (PEP 610's `direct_url.json`): from
+    a git URL, from a folder or wheel inside the package, else from the package index, with
+    a note when this one came from somewhere CI cannot reach."""
+    if given is not None:
+        return _given_install(root, given)
+    import importlib.metadata
+
+    try:
+        text = importlib.metadata.distribution("vfcheck").read_text("direct_url.json")
+        direct = json.loads(text) if text else None
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        direct = None
+    if not isinstance(direct, dict) or not isinstance(direct.get("url"), str):
+        return index_install()
+    url: str = direct["url"]
+    vcs = direct.get("vcs_info")
+    if isinstance(vcs, dict) and not url.startswith("file:"):
+        commit = vcs.get("commit_id") or vcs.get("requested_revision")
+        spec = f"{vcs.get('vcs', 'git')}+{url}" + (f"@{commit}" if commit else "")
+        return Install(shlex.quote(f"vfcheck @ {spec}"), "a git URL")
+    if url.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        local = Path(unquote(urlparse(url).path))
+        inside = _inside(root, local)
+        if inside is not None:
+            return Install(shlex.quote(f"./{inside}"), "a path in the package")
+        return Install(index_install().requirement, "the package index",
+                       f"vfcheck here was installed from {local}, which CI cannot reach: the "
+                       "workflow installs it from the package index; if it is not there, "
+                       "run vfcheck init --install git+URL (or a path in the package)")
+    return Install(shlex.quote(f"vfcheck @ {url}"), "a URL")
+
+
+def _inside(root: Path, path: Path) -> str | None:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix() or "."
+    except ValueError:
+        return None
+
+
+def _given_install(root: Path, given: str) -> Install:
+    if given in ("index", "pypi"):
+        return index_install()
+    if given.startswith(("git+", "hg+")):
+        return Install(shlex.quote(f"vfcheck @ {given}"), "a git URL")
+    candidate = (root / given) if not Path(given).is_absolute() else Path(given)
+    if candidate.exists():
+        inside = _inside(root, candidate)
+        if inside is None:
+            raise InitError(f"--install: {candidate} is outside the package, where CI cannot "
+                            "reach it: give a git URL, `index`, or a path in the package",
+                            usage=True)
+        return Install(shlex.quote(f"./{inside}"), "a path in the package")
+    return Install(shlex.quote(given), "the package index" if given.startswith("vfcheck")
+                   else "a pip requirement")
+
+
+WORKFLOW = workflow_text(index_install())
+"""The workflow that installs vfcheck from the package index."""
 
 
 class InitError(Exception):
@@ -93,6 +173,8 @@ class InitPlan:
     kept: list[str] = field(default_factory=list)
     """Envs whose golden traces exist (kept as they are)."""
     notes: list[str] = field(default_factory=list)
+    install: Install | None = None
+    """Where the workflow installs vfcheck from (`install_of`)."""
 
     @property
     def changes(self) -> bool:
@@ -128,9 +210,10 @@ def _relative(root: Path, path: str) -> str:
 
 
 def plan_init(root: Path, envs: Sequence[str], paths: Sequence[str],
-              golden_dir: Callable[[], Path]) -> InitPlan:
+              golden_dir: Callable[[], Path], install: str | None = None) -> InitPlan:
     """Decide everything, write nothing; raises `InitError` on a conflict. `golden_dir`
-    gives the project's golden folder (asked once the settings are known)."""
+    gives the project's golden folder (asked once the settings are known); `install`,
+    where the workflow installs vfcheck from (`install_of`)."""
     pyproject = root / "pyproject.toml"
     if not pyproject.is_file():
         raise InitError(f"no pyproject.toml in {root}: run vfcheck init in the env package's "
@@ -174,8 +257,9 @@ def plan_init(root: Path, envs: Sequence[str], paths: Sequence[str],
 
     workflow = root / WORKFLOW_PATH
     write_workflow = True
+    source = install_of(root, install)
     if workflow.exists():
-        if workflow.read_text(encoding="utf-8") != WORKFLOW:
+        if workflow.read_text(encoding="utf-8") != workflow_text(source):
             raise InitError(f"{WORKFLOW_PATH} exists and is not vfcheck init's: init does not "
                             "overwrite it (move it away to get init's, or add the vfcheck check "
                             "step to it yourself)")
@@ -187,30 +271,42 @@ def plan_init(root: Path, envs: Sequence[str], paths: Sequence[str],
     for env in wanted_envs:
         (kept if any((golden / env).glob("*.json")) else record).append(env)
     return InitPlan(root, wanted_envs, wanted.get("paths", []), new_text, write_workflow,
-                    golden, record, kept, notes)
+                    golden, record, kept, notes, source)
 
 
 def _with_keys(text: str, data: dict[str, Any], keys: dict[str, list[str]],
                name: str) -> str:
-    """`text` with `keys` added to `[tool.vfcheck]`: right below its header line, or as a
-    new table at the end; parsed back and checked to change nothing else."""
-    lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in keys.items())
-    header = _HEADER.search(text)
-    if header is not None:
-        at = header.end() + 1 if header.end() < len(text) else len(text)
-        new = text[:at] + ("" if text[:at].endswith("\n") else "\n") + lines + text[at:]
-    else:
-        new = text + ("" if text.endswith("\n") or not text else "\n") + \
-            "\n[tool.vfcheck]\n" + lines
+    """`text` with `keys` added to `[tool.vfcheck]` (made if missing), written by tomlkit,
+    which keeps the user's formatting, comments and key style (dotted keys too); parsed
+    back and checked to change nothing else."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        document = tomlkit.parse(text)
+        tool = document.get("tool")
+        if tool is None:
+            tool = tomlkit.table(is_super_table=True)
+            document.add("tool", tool)
+        table = tool.get("vfcheck")
+        if table is None:
+            table = tomlkit.table()
+            tool.add("vfcheck", table)
+        for key, value in keys.items():
+            table.add(key, value)
+        new = tomlkit.dumps(document)
+    except TOMLKitError:
+        new = ""
     expected = json.loads(json.dumps(data))
     expected.setdefault("tool", {}).setdefault("vfcheck", {}).update(keys)
     try:
-        if tomllib.loads(new) == expected:
+        if new and tomllib.loads(new) == expected:
             return new
     except tomllib.TOMLDecodeError:
         pass
-    raise InitError(f"{name}: cannot add {', '.join(keys)} to [tool.vfcheck] as text here; "
-                    f"add these lines to it yourself: {lines.strip()!r}")
+    lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in keys.items())
+    raise InitError(f"{name}: cannot add {', '.join(keys)} to [tool.vfcheck] here; add "
+                    f"these lines to it yourself: {lines.strip()!r}")
 
 
 def record_golden(root: Path, env: str, *, echo: Callable[[str], None]) -> int:
@@ -240,8 +336,14 @@ def init_package(plan: InitPlan, *, echo: Callable[[str], None]) -> bool:
     if plan.workflow:
         path = plan.root / WORKFLOW_PATH
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(WORKFLOW, encoding="utf-8")
-        echo(f"{WORKFLOW_PATH}: written (vfcheck check, reports uploaded as an artifact)")
+        install = plan.install or index_install()
+        path.write_text(workflow_text(install), encoding="utf-8")
+        echo(f"{WORKFLOW_PATH}: written (vfcheck check, reports uploaded as an artifact); it "
+             f"installs vfcheck from {install.source}: pip install -e . "
+             f"{install.requirement} (another source: vfcheck init --install index|git+URL|"
+             "PATH)")
+        if install.note:
+            echo(f"{WORKFLOW_PATH}: {install.note}")
     else:
         echo(f"{WORKFLOW_PATH}: already there, unchanged")
     for env in plan.kept:

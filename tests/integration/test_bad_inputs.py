@@ -83,17 +83,19 @@ CASES: dict[str, Bad] = {
     "no-command": Bad([], 2, "the following arguments are required: command"),
     "check-no-env": Bad(["check"], 2, "name at least one env"),
     "run-rollouts-zero": Bad(["run", "vfc-echo", "-r", "0"], 2,
-                             "argument -r/--rollouts: must be an integer >= 1, got '0'"),
+                             "vfcheck: error: -r/--rollouts: '0' is not a whole number >= 1"),
     "run-concurrency-text": Bad(["run", "vfc-echo", "-c", "many"], 2,
-                                "argument -c/--concurrency: must be an integer >= 1, got 'many'"),
+                                "vfcheck: error: -c/--concurrency: 'many' is not a whole "
+                                "number >= 1"),
     "run-timeout-nan": Bad(["run", "vfc-echo", "--timeout", "nan"], 2,
-                           "argument --timeout: must be a number >= 0.1, got 'nan'"),
+                           "vfcheck: error: --timeout: 'nan' is not a number of seconds >= 0.1"),
     "run-output-folder": Bad(["run", "vfc-echo", "-o", "."], 2,
                              "-o/--output: cannot write {cwd}: it is a folder"),
     "run-script-missing": Bad(["run", "vfc-echo", "--script", "none.toml"], 2,
                               "--script: 'none.toml' is not a file"),
     "mock-port-range": Bad(["mock-server", "--port", "70000"], 2,
-                           "argument --port: must be an integer >= 0 and <= 65535"),
+                           "vfcheck: error: --port: '70000' is not a whole number >= 0 and "
+                           "<= 65535"),
     "mock-port-busy": Bad(["mock-server", "--port", "{port}"], 1,
                           "mock-server cannot listen on 127.0.0.1:{port}: Address already in use"),
     "mock-script-broken": Bad(["mock-server", "--port", "0", "--script", "bad.toml"], 2,
@@ -112,8 +114,16 @@ CASES: dict[str, Bad] = {
                                   "in the env package's folder"),
     "list-checks-unknown-flag": Bad(["list-checks", "--everything"], 2,
                                     "unrecognized arguments: --everything"),
-    "check-unknown-env": Bad(["check", "vfc-no-such-env", *PATH], 1,
-                             "taskset 'vfc-no-such-env' not found", slow=True),
+    "check-unknown-env": Bad(["check", "vfc-no-such-env", *PATH], 2,
+                             "vfcheck: error: env 'vfc-no-such-env': no module "
+                             "'vfc_no_such_env' in "),
+    "check-typo-in-env-id": Bad(["check", "vfc-ech", *PATH], 2,
+                                "(an env id is its module's name with dashes); did you mean "
+                                "'vfc-echo'?"),
+    "check-unknown-env-arg-key": Bad(
+        ["check", "vfc-echo", *PATH, "--env-arg", "nope=1"], 2,
+        "vfcheck: error: env arg nope=1: env 'vfc-echo' rejects it: unknown config key "
+        "'taskset.nope'", slow=True),
     "check-a-file-path-for-an-env-id": Bad(
         ["check", f"{FIXTURES}/vfc_echo.py", "--checks", "load"], 1,
         f"looks like a file path; an env id is its module's name with dashes: try `vfc-echo "
@@ -151,8 +161,11 @@ CASES: dict[str, Bad] = {
         "ERROR: vfcheck: --vf-only: 'gold[9]' names no item (the items are: load, gold[0], "
         "gold[1], gold[2])", slow=True),
     "pytest-only-keeps-a-failed-load": Bad(
-        ["pytest", "--vf-env", "vfc-no-such-env", f"--vf-path={FIXTURES}", "--vf-only=gold[1]"],
-        1, "FAILED vfc-no-such-env::load", slow=True),
+        ["pytest", "--vf-env", "vfc-broken-load-exit", f"--vf-path={FIXTURES}",
+         "--vf-only=gold[1]"], 1, "FAILED vfc-broken-load-exit::load", slow=True),
+    "pytest-typo-in-env-id": Bad(
+        ["pytest", "--vf-env", "vfc-ech", f"--vf-path={FIXTURES}"], 4,
+        "ERROR: vfcheck: env 'vfc-ech': no module 'vfc_ech' in "),
     "pytest-a-file-path-for-an-env-id": Bad(
         ["pytest", "--vf-env", f"{FIXTURES}/vfc_echo.py", "-rA"], 1,
         "looks like a file path; an env id is its module's name with dashes", slow=True),
@@ -297,7 +310,8 @@ CASES: dict[str, Bad] = {
     "run-script-not-toml": Bad(["run", "vfc-echo", "--script", "bad.toml"], 2,
                                "bad.toml: invalid TOML"),
     "mock-port-negative": Bad(["mock-server", "--port", "-1"], 2,
-                              "argument --port: must be an integer >= 0 and <= 65535, got '-1'"),
+                              "vfcheck: error: --port: '-1' is not a whole number >= 0 and "
+                              "<= 65535"),
     "record-no-endpoint": Bad(["record", "vfc-echo", "-o", "c.toml"], 2,
                               "the following arguments are required: --base-url"),
     "pytest-timeout-zero": Bad(["pytest", "--vf-env", "vfc-echo", "--vf-timeout", "0"], 4,

@@ -10,6 +10,7 @@ must come out byte for byte as they were."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -67,15 +68,18 @@ def test_an_update_from_outside_writes_here_and_leaves_the_other_project_alone(
     words = FORMS[form](other)
     run = pytester.runpytest_subprocess(
         "--vf-env", "vfc-echo", *words, "--vf-checks", "golden",
-        "--snapshot-update", "-p", "no:cacheprovider", timeout=600)
+        "--snapshot-update", "-p", "no:cacheprovider", "-rA", timeout=600)
     assert run.ret == 0, run.stdout.str()[-3000:]
+    # node ids are the env's name wherever pytest's rootdir went (not ../other/vfc-echo::...)
+    assert "PASSED vfc-echo::golden[0]" in run.stdout.lines
+    assert not [line for line in run.stdout.lines if "/vfc-echo::" in line]
     assert tree(other) == before
     recorded = tree(pytester.path / "golden")
     assert sorted(recorded) == ["vfc-echo/vfc-echo_hello_world.json",
                                 "vfc-echo/vfc-echo_ping.json", "vfc-echo/vfc-echo_verifiers.json"]
     if "--vf-script" not in words:  # the default script: the committed traces, byte for byte
         assert recorded == {f"vfc-echo/{k}": v for k, v in tree(GOLDEN / "vfc-echo").items()}
-    run.stdout.fnmatch_lines(["golden traces: golden/ (update)",
+    run.stdout.fnmatch_lines([f"golden traces: {pytester.path / 'golden'}/ (update)",
                               "vfc-echo golden traces: 3 recorded in golden/vfc-echo"])
     note = [line for line in run.stdout.lines if line.startswith("vfcheck: pytest's rootdir")]
     if form == "one-word":
@@ -130,3 +134,31 @@ def test_a_golden_folder_named_explicitly_is_written_wherever_it_is(
     assert not (tmp_path / "golden").exists()
 
 
+
+
+@pytest.mark.slow
+def test_from_the_wrong_folder_missing_golden_traces_are_said_loudly(
+        tmp_path: Path, other: Path) -> None:
+    """`cd .. && vfcheck check myenv`: the header shows the absolute golden folder, and a
+    warning names it and the env's project, where its traces are; the closing line does not
+    offer to record them here. In the project, a first run (nothing recorded) is quiet."""
+    outside = other.parent
+    done = subprocess.run(
+        [sys.executable, "-m", "vfcheck", "check", "vfc-echo", "--path", str(other / "envs"),
+         "--checks", "golden"], cwd=outside, capture_output=True, text=True, timeout=600,
+        stdin=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "400"})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"golden traces: {outside / 'golden'}/ (compare)" in done.stdout.splitlines()
+    assert (f"vfcheck: WARNING: none of vfc-echo's golden traces is in "
+            f"{outside / 'golden' / 'vfc-echo'}, so nothing was compared; its project {other} "
+            f"has them in {other / 'golden' / 'vfc-echo'}.") in done.stdout
+    assert "next: run vfcheck where vfc-echo's golden traces are" in done.stdout
+    shutil.rmtree(other / "golden")
+    first = subprocess.run(
+        [sys.executable, "-m", "vfcheck", "check", "vfc-echo", "--path", "envs", "--checks",
+         "golden"], cwd=other, capture_output=True, text=True, timeout=600,
+        stdin=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "400"})
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert "WARNING" not in first.stdout
+    assert ("next: record 3 missing golden trace(s) of vfc-echo (when intended): vfcheck "
+            "check vfc-echo --path envs --checks golden --golden-update") in first.stdout

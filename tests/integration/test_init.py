@@ -11,8 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import ROOT
 from unit.test_init import package
 
+from vfcheck import __version__
 from vfcheck.scaffold import WORKFLOW_PATH
 
 # ------------------------------------------------------------------ end to end
@@ -33,7 +35,11 @@ def test_init_then_pytest_passes_in_the_package(fixtures_dir: Path, tmp_path: Pa
         "env 'vfc-echo': the project's name (name others: vfcheck init ENV...)",
         'pyproject.toml: [tool.vfcheck] envs = ["vfc-echo"], paths = ["."]',
         ".github/workflows/vfcheck.yml: written (vfcheck check, reports uploaded as an "
-        "artifact)",
+        f"artifact); it installs vfcheck from the package index: pip install -e . "
+        f"vfcheck=={__version__} (another source: vfcheck init --install index|git+URL|PATH)",
+        ".github/workflows/vfcheck.yml: vfcheck here was installed from "
+        f"{ROOT}, which CI cannot reach: the workflow installs it from the package index; if "
+        "it is not there, run vfcheck init --install git+URL (or a path in the package)",
         "golden/vfc-echo: recording golden traces (vfcheck check vfc-echo --checks golden "
         "--golden-update) ...",
         "golden/vfc-echo: 2 golden trace(s) recorded",  # the user's `sample = 2`
@@ -41,7 +47,7 @@ def test_init_then_pytest_passes_in_the_package(fixtures_dir: Path, tmp_path: Pa
         ".github/workflows/vfcheck.yml and the golden traces",
     ]
     workflow = (root / WORKFLOW_PATH).read_text()
-    for words in ("pip install -e . vfcheck", "vfcheck check --golden-strict",
+    for words in (f"pip install -e . vfcheck=={__version__}", "vfcheck check --golden-strict",
                   "--junit-xml vfcheck.xml", "--json vfcheck.json", "--html vfcheck.html",
                   "actions/upload-artifact@v4"):
         assert words in workflow

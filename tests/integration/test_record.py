@@ -98,6 +98,8 @@ def test_record_from_a_server_then_replay_offline(
         assert API_KEY not in text and TOKEN not in text and "abc.def-123456" not in text
     script = tomllib.loads(echo.read_text())
     assert script["fallback"] == "error"
+    # the mock replied: the header names it, not the model a real endpoint gets by default
+    assert "replies of model vfcheck-scripted at 127.0.0.1" in echo.read_text()
     assert [t["key"] for t in script["task"]] == ["vfc-echo:hello world", "vfc-echo:ping"]
     assert script["task"][0]["turn"] == [{
         "reply": "SERVER: Answer directly without using tools or running code. Your reply must "
@@ -119,6 +121,15 @@ def test_record_from_a_server_then_replay_offline(
         "vfc-multiturn:ping|pong": [("SERVER: ping Bearer <secret> <secret>", []),
                                     ("pong", [])],
     }
+    # a cassette of the first 2 of vfc-echo's 3 tasks: `vfcheck run` plays those 2, as
+    # recorded, instead of failing on the third (issue 24, item 6)
+    done = vfcheck("run", "vfc-echo", "--script", str(echo), "--path", str(fixtures_dir),
+                   "-o", "echo.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "echo.toml holds 2 of the 3 tasks: playing those (-n N plays the first N)" in (
+        done.stderr)
+    assert sorted(assistant_turns(tmp_path / "echo.jsonl")) == [
+        "vfc-echo:hello world", "vfc-echo:ping"]
     # ... and golden traces hold them (`vfcheck check --golden-update`, then compare)
     golden = tmp_path / "golden"
     for extra in (["--golden-update"], ["--golden-strict"]):
@@ -130,7 +141,7 @@ def test_record_from_a_server_then_replay_offline(
     assert "SERVER: Answer directly" in stored and API_KEY not in stored
 
     # a turn the cassette does not hold: one line naming the task and the turn, exit 1
-    multi.write_text(multi.read_text().replace("[[task.turn]]  # turn 1\nreply = 'pong'\n", ""))
+    multi.write_text(multi.read_text().replace("\n[[task.turn]] # turn 1\nreply = 'pong'\n", ""))
     done = vfcheck("run", "vfc-multiturn", "--script", str(multi), "--path", str(fixtures_dir),
                    "-o", "miss.jsonl", cwd=tmp_path)
     assert done.returncode == 1
@@ -176,8 +187,9 @@ def test_an_endpoint_that_only_fails_records_nothing(
 
 
 @pytest.mark.slow
-def test_record_needs_the_key_of_a_remote_endpoint(tmp_path: Path) -> None:
-    done = vfcheck("record", "vfc-echo", "--base-url", "https://api.example.invalid/v1",
+def test_record_needs_the_key_of_a_remote_endpoint(fixtures_dir: Path, tmp_path: Path) -> None:
+    done = vfcheck("record", "vfc-echo", "--path", str(fixtures_dir),
+                   "--base-url", "https://api.example.invalid/v1",
                    "--api-key-var", "VFC_NO_SUCH_KEY", "-o", "c.toml", cwd=tmp_path,
                    env={"VFC_NO_SUCH_KEY": ""})
     assert done.returncode == 2

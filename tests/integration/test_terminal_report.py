@@ -42,7 +42,11 @@ def test_check_prints_counts_a_grid_and_only_the_failing_rows(
     table = done.stdout[done.stdout.index("vfc-broken-gold failures"):]
     assert "gold" in table and "failed" in table
     assert "passed" not in table.split("gold[1] FAILED")[0]  # no passing rows
-    assert lines[-1] == "vfcheck: 1 failed, 2 passed, 1 skipped (1 env)"
+    summary = lines.index("vfcheck: 1 failed, 2 passed, 1 skipped (1 env)")
+    # why gold[2] was skipped, above; the closing lines, what to do next, below
+    assert "vfc-broken-gold skipped (1):" in lines[:summary]
+    assert lines[summary + 1] == "next: fix the failures above, then run the rerun line again"
+    assert " ".join(lines[summary + 2:]).startswith("reports: JSON report ")
 
 
 @pytest.mark.slow

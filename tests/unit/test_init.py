@@ -38,7 +38,7 @@ def package(tmp_path: Path, pyproject: str = USER_PYPROJECT, module: str | None 
     return root
 
 
-def test_the_keys_go_below_the_users_table_header_and_nothing_else_changes(
+def test_the_keys_go_into_the_users_table_and_nothing_else_changes(
     tmp_path: Path,
 ) -> None:
     root = package(tmp_path)
@@ -46,8 +46,8 @@ def test_the_keys_go_below_the_users_table_header_and_nothing_else_changes(
     assert made.envs == ["vfc-echo"] and made.paths == ["."]
     assert made.notes == ["env 'vfc-echo': the project's name (name others: vfcheck init ENV...)"]
     assert made.pyproject_text == USER_PYPROJECT.replace(
-        "[tool.vfcheck]  # the user's own settings\n",
-        '[tool.vfcheck]  # the user\'s own settings\nenvs = ["vfc-echo"]\npaths = ["."]\n')
+        "sample = 2      # kept, as is this comment\n",
+        'sample = 2      # kept, as is this comment\nenvs = ["vfc-echo"]\npaths = ["."]\n')
     assert made.workflow and made.record == ["vfc-echo"]
 
 
@@ -88,12 +88,12 @@ def test_a_different_workflow_is_refused_and_nothing_is_written(tmp_path: Path) 
     assert workflow.read_text() == "name: mine\n"
 
 
-def test_what_text_cannot_add_safely_is_refused(tmp_path: Path) -> None:
-    """A `tool.vfcheck` made by dotted keys cannot take a `[tool.vfcheck]` header."""
+def test_a_table_of_dotted_keys_gets_dotted_keys(tmp_path: Path) -> None:
+    """A `tool.vfcheck` made by dotted keys keeps its style (tomlkit writes it)."""
     root = package(tmp_path, '[tool]\nvfcheck.sample = 2\n')
-    with pytest.raises(InitError, match=r"cannot add envs, paths to \[tool.vfcheck\] as text "
-                       r"here; add these lines to it yourself"):
-        plan_init(root, ["vfc-echo"], [], lambda: root / "golden")
+    made = plan_init(root, ["vfc-echo"], [], lambda: root / "golden")
+    assert made.pyproject_text == (
+        '[tool]\nvfcheck.sample = 2\nvfcheck.envs = ["vfc-echo"]\nvfcheck.paths = ["."]\n')
 
 
 def test_usage_errors(tmp_path: Path) -> None:
@@ -121,3 +121,36 @@ def test_pyproject_envs_are_checked_unless_envs_are_named(tmp_path: Path) -> Non
     root = package(tmp_path, '[tool.vfcheck]\nenvs = ["a", "b"]\n')
     assert resolve(root).run.envs == ["a", "b"]
     assert resolve(root, {"envs": ["c"]}).run.envs == ["c"]
+
+
+def test_the_workflow_installs_vfcheck_from_where_ci_can_get_it(tmp_path: Path) -> None:
+    """`--install`: the package index, a git URL, a path in the package; by default how
+    this vfcheck was installed, if CI can reach it (here: an editable install from a folder
+    outside the package, so the index, saying why)."""
+    from vfcheck import __version__
+    from vfcheck.scaffold import install_of, workflow_text
+
+    root = package(tmp_path)
+    assert install_of(root, "index").requirement == f"vfcheck=={__version__}"
+    git = install_of(root, "git+https://github.com/me/vfcheck@v0.1.0")
+    assert (git.requirement, git.source) == (
+        "'vfcheck @ git+https://github.com/me/vfcheck@v0.1.0'", "a git URL")
+    assert "run: pip install -e . 'vfcheck @ git+https://github.com/me/vfcheck@v0.1.0'" in (
+        workflow_text(git))
+    (root / "vendor").mkdir()
+    (root / "vendor" / "vfcheck-0.1.0-py3-none-any.whl").write_text("")
+    wheel = install_of(root, "vendor/vfcheck-0.1.0-py3-none-any.whl")
+    assert (wheel.requirement, wheel.source) == (
+        "./vendor/vfcheck-0.1.0-py3-none-any.whl", "a path in the package")
+    with pytest.raises(InitError, match="is outside the package, where CI cannot reach it"):
+        install_of(root, str(tmp_path))
+    detected = install_of(root, None)
+    assert detected.source == "the package index" and "which CI cannot reach" in detected.note
+
+    made = plan_init(root, [], [], lambda: root / "golden", install="git+https://h/v.git")
+    said: list[str] = []
+    made.record = []  # no golden traces recorded here: that runs vfcheck check
+    init_package(made, echo=said.append)
+    assert any(line.startswith(".github/workflows/vfcheck.yml: written") and
+               "installs vfcheck from a git URL: pip install -e . 'vfcheck @ "
+               "git+https://h/v.git'" in line for line in said)

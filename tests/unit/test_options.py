@@ -11,7 +11,7 @@ from support import DOCS
 
 from vfcheck.frontends.cli import build_parser
 from vfcheck.option_table import OPTIONS, OptionError, cli_given, readme_table
-from vfcheck.options import CheckOptions, RunOptions, resolve, resolve_options
+from vfcheck.options import CheckOptions, EpisodeOptions, RunOptions, resolve, resolve_options
 
 SAMPLES: dict[str, list[str]] = {
     "env_args": ["a.b=5", 'name="null"', "text=plain", "xs=[1, 2]", "flag=true"],
@@ -72,10 +72,12 @@ def test_the_options_reference_page_is_the_option_table() -> None:
 
 
 def test_the_dataclasses_have_one_field_per_option() -> None:
-    internal = {"golden_dir_from", "project_dir"}
+    internal = {"golden_dir_from", "project_dir", "allow_from"}
     assert {f.name for f in fields(CheckOptions)} - internal == {
         o.name for o in OPTIONS if o.scope == "check"}
     assert {f.name for f in fields(RunOptions)} == {o.name for o in OPTIONS if o.scope == "run"}
+    assert {f.name for f in fields(EpisodeOptions)} == {
+        o.name for o in OPTIONS if o.scope == "episodes"}
     assert set(SAMPLES) == {o.name for o in REPLAYED}, "a new option needs a sample value"
 
 
@@ -139,3 +141,26 @@ def test_environment_values_are_checked(tmp_path: Path) -> None:
     assert run.envs_at_once == 3
     with pytest.raises(OptionError, match=r"^environment variable VFCHECK_ENVS_AT_ONCE: 'x' "):
         resolve(tmp_path, environ={"VFCHECK_ENVS_AT_ONCE": "x"})
+
+
+def test_run_record_and_mock_server_flags_come_from_the_option_table() -> None:
+    """One option system: `vfcheck run`/`record`/`mock-server` flags, defaults and bounds
+    are the table's (no second argparse definition with its own defaults)."""
+    from vfcheck.frontends.cli import build_parser
+    from vfcheck.option_table import BY_NAME
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for command, names in (("run", ["rollouts", "concurrency", "episode_timeout", "output"]),
+                           ("record", ["base_url", "api_key_var", "model", "output"]),
+                           ("mock-server", ["port"])):
+        flags = {a.dest: a for a in sub.choices[command]._actions}  # type: ignore[attr-defined]
+        for name in names:
+            assert flags[name].option_strings == list(BY_NAME[name].cli)
+            assert flags[name].default is None  # resolve() fills in the table's default
+    given = cli_given(parser.parse_args(["mock-server"]), "mock-server")
+    assert resolve(Path.cwd(), given).episodes.port == BY_NAME["port"].default == 8000
+    with pytest.raises(OptionError, match=r"--port: '70000' is not a whole number >= 0 and "
+                       r"<= 65535"):
+        resolve(Path.cwd(), cli_given(parser.parse_args(["mock-server", "--port", "70000"]),
+                                      "mock-server"))

@@ -63,3 +63,15 @@ def test_a_new_family_is_one_registered_function() -> None:
     assert registry.units(None, tasks=[0, 1], sample=[1]) == [("x.y", 1)]
     with pytest.raises(ValueError, match="registered twice"):
         check("load", family="load", scope="env", contract="c", fails_when="f", why="w")(fn)  # type: ignore[arg-type]
+
+
+def test_vf_only_runs_only_the_families_of_the_items_it_names() -> None:
+    """`--vf-only 'golden[0]'` plays what golden needs, not what every family needs."""
+    from vfcheck.checks import REGISTRY
+
+    assert REGISTRY.families_of(["golden[0]"], None) == ["golden"]
+    assert REGISTRY.families_of(["gold[1]", "exploit.empty"], None) == ["gold", "exploit"]
+    assert REGISTRY.families_of(["gold[1]"], ["gold", "noop"]) == ["gold"]
+    assert REGISTRY.families_of(["golden"], ["gold"]) == ["gold"]  # no item: said later
+    assert REGISTRY.families_of(["nope[1]"], ["gold"]) == ["gold"]
+    assert REGISTRY.families_of(["nope[1]"], None) is None

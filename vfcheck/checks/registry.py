@@ -139,6 +139,22 @@ class Registry:
         wanted = set(families)
         return tuple(spec for spec in self if spec.family in wanted or spec.phase == "gate")
 
+    def families_of(self, items: Sequence[str], families: Sequence[str] | None
+                    ) -> list[str] | None:
+        """The families of `families` (None: all) that the item names `items` (`gold[1]`,
+        `gold`, `exploit.empty`: pytest's `--vf-only`) can be in: a run of `golden[0]` need
+        not play what the other families need. `families` itself when a name is no check
+        id (the front end says it names no item)."""
+        found: list[str] = []
+        for item in items:
+            name = item.split("[", 1)[0]
+            if name in self:
+                found.append(self[name].family)
+            else:
+                return list(families) if families else None
+        narrowed = [f for f in self.families if f in found and (not families or f in families)]
+        return narrowed or (list(families) if families else None)
+
     def units(self, families: Sequence[str] | None, tasks: Sequence[int],
               sample: Sequence[int]) -> list[Unit]:
         """Every (check, task) unit of a run, in report order: the one place units are

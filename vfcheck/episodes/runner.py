@@ -405,13 +405,14 @@ async def run_episodes(
     script_tools: frozenset[str] = frozenset(),
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[EpisodeResult], Awaitable[None] | None] | None = None,
-    on_tasks: Callable[[list[Any]], None] | None = None,
+    on_tasks: Callable[[list[Any]], list[Any] | None] | None = None,
 ) -> RunSummary:
     """Play `rollouts` episodes of each of the first `num_tasks` tasks, `concurrency` at
     a time. With `output`, each episode's JSON line is appended (and flushed) as soon as
     it finishes, so an interrupted run keeps every finished episode. An episode whose
     harness program could not resolve its dependencies keeps that as its runner error.
-    `on_tasks` sees the loaded tasks before any is played (and may raise to stop). With a
+    `on_tasks` sees the loaded tasks before any is played (and may raise to stop, or return
+    the tasks to play: those a cassette holds). With a
     real `base_url`, the key is read from `$api_key_var` and `model_name` is sent.
     `script_tools`: the tools the script calls (`role_tiers`)."""
     async with EnvRunner.open(
@@ -421,7 +422,7 @@ async def run_episodes(
     ) as runner:
         tasks = load_tasks(runner.env, num_tasks)
         if on_tasks is not None:
-            on_tasks(tasks)
+            tasks = on_tasks(tasks) or tasks
         plan = [(task, r) for task in tasks for r in range(rollouts)]
         if on_start is not None:
             on_start(len(plan))

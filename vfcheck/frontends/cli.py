@@ -20,7 +20,7 @@ from vfcheck.exits import (
     interrupt_code,
     raise_terminated,
 )
-from vfcheck.frontends.cli_args import bounded, resolved
+from vfcheck.frontends.cli_args import resolved
 from vfcheck.frontends.episode_commands import (
     cmd_init,
     cmd_mock_server,
@@ -30,7 +30,7 @@ from vfcheck.frontends.episode_commands import (
 
 if TYPE_CHECKING:
     from vfcheck.findings import EnvReport
-    from vfcheck.options import RunOptions
+    from vfcheck.options import CheckOptions, RunOptions
 
 
 
@@ -38,41 +38,20 @@ class UsageInput(Exception):
     """An env cannot take the user's input (a script entry, an env arg): a usage error."""
 
 
-def add_episode_options(parser: argparse.ArgumentParser, *, base_url: str,
-                        required: bool = False) -> None:
-    """The flags of the commands that play episodes against an endpoint (`run`, `record`):
-    which endpoint, its key and model, how many episodes at once, and their deadline."""
-    from vfcheck.episodes.offline import DEFAULT_API_KEY_VAR
-
-    parser.add_argument("-c", "--concurrency", type=bounded(int, 1), default=4,
-                        help="episodes at once")
-    parser.add_argument("--base-url", required=required, help=base_url)
-    parser.add_argument("--api-key-var", default=DEFAULT_API_KEY_VAR,
-                        help=f"env var holding the endpoint's API key (default "
-                             f"{DEFAULT_API_KEY_VAR}; an endpoint on this machine may do "
-                             "without)")
-    parser.add_argument("--model", help="model name sent upstream")
-    parser.add_argument("--timeout", type=bounded(float, 0.1), default=300.0,
-                        help="deadline per episode, seconds (default 300)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    """The subcommands; options shared with the check run come from the option table
-    (`vfcheck.option_table.OPTIONS`), flags of one subcommand only are written here."""
+    """The subcommands; every option with a value comes from the option table
+    (`vfcheck.option_table.OPTIONS`), with its default; positional words are written here."""
+    from vfcheck import __version__
     from vfcheck.option_table import add_cli_options
 
     parser = argparse.ArgumentParser(
         prog="vfcheck", description="Offline conformance kit for verifiers.v1 environments."
     )
+    parser.add_argument("--version", action="version", version=f"vfcheck {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="play episodes of an env against the scripted model")
     run.add_argument("env", help="env id, e.g. echo-v1")
-    run.add_argument("-r", "--rollouts", type=bounded(int, 1), default=1,
-                     help="episodes per task")
-    add_episode_options(run, base_url="a real OpenAI-compatible endpoint instead of the mock")
-    run.add_argument("-o", "--output", type=Path,
-                     help="episodes JSONL (default vfcheck-runs/<env>/episodes.jsonl)")
     add_cli_options(run, "run")
 
     check = sub.add_parser(
@@ -86,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     list_checks = sub.add_parser("list-checks", help="print the check catalogue")
     list_checks.add_argument("--markdown", action="store_true",
                              help="print it as the docs' Markdown table")
+    list_checks.add_argument("--all", "-v", "--verbose", action="store_true", dest="all",
+                             help="print what fails each check and why it matters (the "
+                                  "default: a line per check, its contract cut to fit)")
 
     wheels = sub.add_parser(
         "wheels", help="download the harness programs' dependencies into a wheel folder, "
@@ -100,10 +82,6 @@ def build_parser() -> argparse.ArgumentParser:
         "record", help="play an env against a real endpoint and write the replies as a script "
                        "(a cassette) that --script replays offline")
     record.add_argument("env", help="env id, e.g. vfc-echo")
-    add_episode_options(record, base_url="the OpenAI-compatible endpoint to record from",
-                        required=True)
-    record.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
-                        help="the cassette to write (a script file, TOML)")
     add_cli_options(record, "record")
 
     init = sub.add_parser(
@@ -114,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--path", action="append", default=[], metavar="DIR", dest="init_paths",
                       help="folder holding the env modules, relative to the package "
                            "(default: . or src if the module is there)")
+    init.add_argument("--install", metavar="SOURCE",
+                      help="where the CI workflow installs vfcheck from: index (the package "
+                           "index), a git URL (git+https://...), a path in the package, or a "
+                           "pip requirement (default: how this vfcheck was installed, if CI "
+                           "can reach it, else the package index)")
 
     merge = sub.add_parser(
         "merge", help="join the JSON reports of a run's shards (--shard K/N) into one, "
@@ -123,8 +106,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_cli_options(merge, "merge")
 
     mock = sub.add_parser("mock-server", help="serve the scripted model on 127.0.0.1")
-    mock.add_argument("--port", type=bounded(int, 0, 65535), default=8000,
-                      help="port on 127.0.0.1 (0: a free one; default 8000)")
     add_cli_options(mock, "mock-server")
     return parser
 
@@ -145,7 +126,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         except RunDirError as e:
             print(f"vfcheck: error: {e}", file=sys.stderr)
             return EXIT_USAGE
-        return _conclude(console, graded, run, seed=None, verifiers=None)
+        return _conclude(console, graded, run, seed=None, verifiers=None, options=options)
     if not run.envs:
         print("vfcheck: error: name at least one env (or set envs in [tool.vfcheck], or give "
               "--from-validate RUN_DIR)", file=sys.stderr)
@@ -157,7 +138,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         console.print(f"vfcheck: {run.shard.empty_note(run.envs)}", highlight=False,
                       soft_wrap=True)
         return _conclude(console, [], run, seed=options.played_seed,
-                         verifiers=verifiers_version())
+                         verifiers=verifiers_version(), options=options)
     with CheckRun(envs, options, run, front="cli") as check_run:
         for line in check_run.header():
             console.print(line, highlight=False, markup=False, soft_wrap=True)
@@ -167,15 +148,29 @@ def cmd_check(args: argparse.Namespace) -> int:
                 _follow(console, check, check_run.checkpoint, verbose=run.verbose)
         except KeyboardInterrupt as interrupt:  # and SIGTERM's `Terminated`
             check_run.interrupted(interrupt)
-            show_reports(console, check_run.finish(), verbose=run.verbose)
+            show_reports(console, check_run.finish(), verbose=run.verbose,
+                         allow_from=options.allow_from)
             raise
         except UsageInput as e:  # what was found so far is written; nothing more runs
             check_run.finish()
             print(f"vfcheck: error: {e}", file=sys.stderr)
             return EXIT_USAGE
         reports = check_run.finish()
-    show_reports(console, reports, verbose=run.verbose)
+    show_reports(console, reports, verbose=run.verbose, allow_from=options.allow_from)
+    close_run(console, reports, options, run)
     return check_run.exit_code(reports)
+
+
+def close_run(console: Any, reports: list[EnvReport], options: CheckOptions,
+              run: RunOptions) -> None:
+    """The loud golden warnings, then what to do next (`vfcheck.frontends.next_steps`)."""
+    from vfcheck.frontends.next_steps import closing_lines, golden_not_found
+
+    for report in reports:
+        if (warning := golden_not_found(report, options)) is not None:
+            console.print(warning, style="bold yellow", highlight=False, markup=False)
+    for line in closing_lines(reports, options, run):
+        console.print(line, highlight=False, markup=False)
 
 
 def _follow(console: Any, check: Any, checkpoint: Callable[[], None], *,
@@ -189,6 +184,8 @@ def _follow(console: Any, check: Any, checkpoint: Callable[[], None], *,
     from vfcheck.frontends.report import OUTCOME_STYLE
 
     shown: set[Any] = set()
+    margin = len(check.env_id) + 1
+    column = margin  # where the next mark lands: a full line goes on below, indented
     if not verbose:
         console.print(f"{check.env_id} ", end="", highlight=False, markup=False, soft_wrap=True)
     try:
@@ -202,8 +199,12 @@ def _follow(console: Any, check: Any, checkpoint: Callable[[], None], *,
                     raise UsageInput(finding.message)
                 style = OUTCOME_STYLE.get(finding.outcome, "white")
                 if not verbose:
+                    if column >= max(margin + 10, console.width):
+                        console.print("\n" + " " * margin, end="", soft_wrap=True)
+                        column = margin
                     console.print(f"[{style}]{MARKS.get(finding.outcome, '?')}[/]", end="",
                                   highlight=False, soft_wrap=True)
+                    column += 1
                     continue
                 where = "" if finding.task is None else f"[{finding.task.index}]"
                 console.print(f"  {escape(check.env_id)} {escape(finding.check)}{where} "
@@ -218,14 +219,18 @@ def _follow(console: Any, check: Any, checkpoint: Callable[[], None], *,
 
 
 def _conclude(console: Any, reports: list[EnvReport], run: RunOptions, *,
-              seed: int | None, verifiers: str | None) -> int:
+              seed: int | None, verifiers: str | None,
+              options: CheckOptions | None = None) -> int:
     """Findings made in this process (`--from-validate`, `vfcheck library`): shown, written
     to the reports asked for; the exit code."""
     from vfcheck.frontends.report import show_reports
     from vfcheck.frontends.report_files import write_reports
+    from vfcheck.options import CheckOptions
 
-    show_reports(console, reports, verbose=run.verbose)
+    options = options or CheckOptions()
+    show_reports(console, reports, verbose=run.verbose, allow_from=options.allow_from)
     write_reports(reports, run, verifiers=verifiers, seed=seed)
+    close_run(console, reports, options, run)
     return EXIT_FAILED if any(report.bad for report in reports) else EXIT_OK
 
 
@@ -284,6 +289,19 @@ def cmd_list_checks(args: argparse.Namespace) -> int:
 
         print(markdown_table(CATALOGUE))
         return EXIT_OK
+    console = Console()
+    if not args.all:  # one screen: a line per check, its contract cut to the width
+        from vfcheck.frontends.report import table_cell
+
+        id_width = max(len(spec.id) for spec in CATALOGUE)
+        room = max(20, console.width - id_width - 10)
+        lines = [f"vfcheck checks ({len(CATALOGUE)}): check, per, contract",
+                 *(f"{spec.id:<{id_width}}  {spec.scope:<6}  "
+                   f"{table_cell(spec.contract.replace('`', ''), room)}" for spec in CATALOGUE),
+                 "--all: what fails each check and why it matters; --markdown: the docs' table"]
+        for line in lines:
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+        return EXIT_OK
     table = Table(title="vfcheck checks")
     for column in ("family", "id", "per"):
         table.add_column(column, no_wrap=True)
@@ -291,7 +309,7 @@ def cmd_list_checks(args: argparse.Namespace) -> int:
         table.add_column(column, overflow="fold")
     for spec in CATALOGUE:
         table.add_row(spec.family, spec.id, spec.scope, spec.fails_when, spec.why)
-    Console().print(table)
+    console.print(table)
     return EXIT_OK
 
 
@@ -327,10 +345,28 @@ COMMANDS = {"run": cmd_run, "check": cmd_check, "merge": cmd_merge, "library": c
             "wheels": cmd_wheels}
 
 
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None
+               ) -> argparse.Namespace:
+    """`parser.parse_args`, but a word no subcommand flag takes is that subcommand's usage
+    error (argparse leaves it to the top-level parser, whose usage names no flag)."""
+    import difflib
+
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        subcommands = next(a for a in parser._actions
+                           if isinstance(a, argparse._SubParsersAction))
+        command: argparse.ArgumentParser = subcommands.choices[args.command]
+        flags = [f for a in command._actions for f in a.option_strings]
+        close = difflib.get_close_matches(extra[0].split("=", 1)[0], flags, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        command.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from vfcheck.option_table import OptionError
 
-    args = build_parser().parse_args(argv)
+    args = parse_args(build_parser(), argv)
     # the process's entry point: SIGTERM unwinds as Ctrl-C does, for the process's whole
     # life (no handler to restore: restoring the default on the way out would let a late
     # SIGTERM kill the process before it returns the code of the interrupt it handled)

@@ -1,36 +1,14 @@
-"""What the `vfcheck` subcommands share to read their arguments: bounded numbers, and the
-options as resolved from the command line and `[tool.vfcheck]`."""
+"""What the `vfcheck` subcommands share to read their arguments: the options as resolved from
+the command line and `[tool.vfcheck]`."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from vfcheck.options import Resolved
-
-
-def bounded(kind: type[int] | type[float], low: float, high: float | None = None
-            ) -> Callable[[str], Any]:
-    """An argparse type: a finite `kind` in [low, high], else argparse's one-line usage
-    error (exit 2) saying what is allowed."""
-    import math
-
-    allowed = f"{'an integer' if kind is int else 'a number'} >= {low:g}" + (
-        f" and <= {high:g}" if high is not None else "")
-
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
-        if not math.isfinite(value) or value < low or (high is not None and value > high):
-            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
-        return value
-
-    return parse
 
 
 def resolved(args: argparse.Namespace, *, pyproject: bool = True) -> Resolved:
@@ -40,7 +18,8 @@ def resolved(args: argparse.Namespace, *, pyproject: bool = True) -> Resolved:
     from vfcheck.option_table import cli_given
     from vfcheck.options import resolve
 
-    found = resolve(Path.cwd(), cli_given(args, args.command), front="cli", pyproject=pyproject)
+    found = resolve(Path.cwd(), cli_given(args, args.command), front="cli", pyproject=pyproject,
+                    find_envs=args.command == "check")
     if args.command in SUMMARY_COMMANDS:
         check_step_summary()
     return found

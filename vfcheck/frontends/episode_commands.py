@@ -12,6 +12,7 @@ from typing import Any
 
 from vfcheck.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from vfcheck.frontends.cli_args import resolved
+from vfcheck.paths import shown_path
 
 
 def _load_script(script: str | None) -> Any:
@@ -52,15 +53,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     from vfcheck.episodes.runner import EpisodeResult, run_episodes
     from vfcheck.frontends.run_report import episode_table
     from vfcheck.isolation.workdirs import owned
+    from vfcheck.options import check_env_ids
     from vfcheck.script import ScriptError
 
     console = Console(stderr=True)
-    options = resolved(args, pyproject=False).check  # `vfcheck run` reads no pyproject.toml
-    output = args.output or Path("vfcheck-runs") / args.env / "episodes.jsonl"
-
-    check_output_and_url(output, args.base_url)
+    found = resolved(args, pyproject=False)  # `vfcheck run` reads no pyproject.toml
+    options, play = found.check, found.episodes
+    output = Path(play.output) if play.output else (
+        Path("vfcheck-runs") / args.env / "episodes.jsonl")
+    check_output_and_url(output, play.base_url)
+    check_env_ids([args.env], options.paths)
     script = _load_script(options.script)
-    model = None if args.base_url else _scripted_model(script, options.played_seed)
+    model = None if play.base_url else _scripted_model(script, options.played_seed)
     progress = Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), console=console, transient=False,
@@ -73,27 +77,37 @@ def cmd_run(args: argparse.Namespace) -> int:
     def finished(result: EpisodeResult) -> None:
         progress.advance(bar)
 
-    def follows_script(tasks: list[Any]) -> None:
-        """A script entry that matches no task is the user's mistake: stop before playing."""
+    def follows_script(tasks: list[Any]) -> list[Any] | None:
+        """A script entry that matches no task is the user's mistake: stop before playing.
+        A cassette (`fallback = "error"`: it answers only what it holds) plays the tasks it
+        holds, as `vfcheck record` recorded them, not the env's others."""
         if options.script is None or options.num_tasks is not None:
-            return
+            return None
         from vfcheck.model import TaskRef
-        from vfcheck.paths import shown_path
 
-        strays = script.unmatched([TaskRef(t.data.idx, str(t.key)) for t in tasks])
+        refs = [TaskRef(t.data.idx, str(t.key)) for t in tasks]
+        strays = script.unmatched(refs)
         if strays:
             raise ScriptError(f"{shown_path(Path(options.script))}: {' and '.join(strays)} "
                               f"match{'es' if len(strays) == 1 else ''} no task of env "
                               f"{args.env!r} ({len(tasks)} task(s), indices 0-"
                               f"{len(tasks) - 1})")
+        if script.fallback != "error":
+            return None
+        held = [t for t, ref in zip(tasks, refs, strict=True) if script.listed(ref)]
+        if len(held) < len(tasks):
+            console.print(f"{shown_path(Path(options.script))} holds {len(held)} of the "
+                          f"{len(tasks)} tasks: playing those (-n N plays the first N)",
+                          highlight=False, markup=False)
+        return held
 
     try:
         with owned(), progress:  # HOME: a work dir of this run's own (vfcheck.isolation.workdirs)
             summary = asyncio.run(run_episodes(
-                args.env, num_tasks=options.num_tasks, rollouts=args.rollouts,
-                concurrency=args.concurrency, harness=options.harness,
-                env_args=options.env_args, model=model, base_url=args.base_url,
-                api_key_var=args.api_key_var, model_name=args.model, timeout=args.timeout,
+                args.env, num_tasks=options.num_tasks, rollouts=play.rollouts,
+                concurrency=play.concurrency, harness=options.harness,
+                env_args=options.env_args, model=model, base_url=play.base_url,
+                api_key_var=play.api_key_var, model_name=play.model, timeout=play.episode_timeout,
                 paths=options.paths, output=output,
                 wheels=options.wheels, script_tools=script.tool_names() if script else frozenset(),
                 on_start=started, on_result=finished,
@@ -111,7 +125,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for tier in summary.tiers:
         console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})")
     Console().print(episode_table(summary))
-    console.print(f"episodes: {output}")
+    console.print(f"episodes: {args.output or output}")
     failed = [r.runner_error for r in summary.results if r.runner_error]
     for error in dict.fromkeys(failed):  # one line each, never wrapped
         print(f"vfcheck: {failed.count(error)} episode(s): {error}", file=sys.stderr)
@@ -122,7 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # e.g. --base-url at a port nothing listens on (a runner error was said above already)
     if not failed and summary.results and all(errored):
         first = errored[0][0]
-        where = f" (endpoint {args.base_url})" if args.base_url else ""
+        where = f" (endpoint {play.base_url})" if play.base_url else ""
         print(f"vfcheck: every episode ({len(errored)}) recorded an error{where}; the first: "
               f"{' '.join(first.split())[:300]}", file=sys.stderr)
         return EXIT_FAILED
@@ -131,33 +145,38 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_record(args: argparse.Namespace) -> int:
     """Record a cassette (`vfcheck.cassette`): the first `-n` tasks (default: the tasks a
-    check run samples, `[tool.vfcheck] sample` or 3) against `--base-url`, written to `-o`.
+    check run samples, `--sample`) against `--base-url`, written to `-o`.
     It reads `[tool.vfcheck]` as `vfcheck check` does (paths, env args, harness)."""
     from rich.console import Console
 
     from vfcheck.cassette import ApiKeyMissing, RecordError, record, write_cassette
     from vfcheck.episodes.load_errors import EnvArgError, EnvLoadError
     from vfcheck.isolation.workdirs import owned
+    from vfcheck.options import check_env_ids
 
     console = Console(stderr=True)
-    options = resolved(args).check
-    check_output_and_url(args.output, args.base_url)  # before any (paid) model call
+    found = resolved(args)
+    options, play = found.check, found.episodes
+    assert play.output is not None and play.base_url is not None  # required by argparse
+    output = Path(play.output)
+    check_output_and_url(output, play.base_url)  # before any (paid) model call
+    check_env_ids([args.env], options.paths)
     num_tasks = options.sample  # what a check run plays; a pyproject's `num_tasks` is what
     if args.num_tasks is not None and options.num_tasks is not None:  # it loads: not it
         num_tasks = options.num_tasks
     try:
         with owned():  # HOME: a work dir of this run's own, as `vfcheck run`
             recording = asyncio.run(record(
-                args.env, base_url=args.base_url, api_key_var=args.api_key_var,
-                model_name=args.model, num_tasks=num_tasks, harness=options.harness,
+                args.env, base_url=play.base_url, api_key_var=play.api_key_var,
+                model_name=play.model, num_tasks=num_tasks, harness=options.harness,
                 env_args=options.env_args, paths=options.paths, wheels=options.wheels,
-                timeout=args.timeout, concurrency=args.concurrency,
+                timeout=play.episode_timeout, concurrency=play.concurrency,
             ))
     except (EnvLoadError, RecordError) as e:
         said = "error: " if isinstance(e, EnvArgError) else ""
         print(f"vfcheck: {said}{e}", file=sys.stderr)  # one line, never wrapped
         return EXIT_USAGE if isinstance(e, ApiKeyMissing | EnvArgError) else EXIT_FAILED
-    write_cassette(args.output, recording.text)
+    write_cassette(output, recording.text)
     for tier in recording.tiers:
         console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})",
                       highlight=False, markup=False)
@@ -167,8 +186,9 @@ def cmd_record(args: argparse.Namespace) -> int:
         for note in task.notes:
             print(f"vfcheck: task {task.key!r}: {note}", file=sys.stderr)
     recorded = sum(1 for task in recording.tasks if task.turns)
-    console.print(f"cassette: {args.output} ({recorded} task(s)); replay it offline: "
-                  f"vfcheck check {args.env} --script {args.output}",
+    shown = args.output  # as the user wrote it
+    console.print(f"cassette: {shown} ({recorded} task(s)); replay it offline: "
+                  f"vfcheck check {args.env} --script {shown}",
                   highlight=False, markup=False, soft_wrap=True)
     return EXIT_OK
 
@@ -181,7 +201,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     root = Path.cwd()
     try:
         plan = plan_init(root, args.envs, args.init_paths,
-                         lambda: Path(resolve(root).check.golden_dir))
+                         lambda: Path(resolve(root).check.golden_dir), install=args.install)
     except InitError as e:
         print(f"vfcheck: init: {e}", file=sys.stderr)
         return EXIT_USAGE if e.usage else EXIT_FAILED
@@ -202,16 +222,17 @@ def cmd_mock_server(args: argparse.Namespace) -> int:
     from vfcheck.model import serve_forever
     from vfcheck.paths import shown_path
 
-    options = resolved(args, pyproject=False).check
+    found = resolved(args, pyproject=False)
+    options, port = found.check, found.episodes.port
     script = _load_script(options.script)
     if script is not None and (why := script.unservable_apart()) is not None:
         print(f"vfcheck: error: {shown_path(Path(str(options.script)))}: {why}",
               file=sys.stderr)
         return EXIT_USAGE
     try:
-        serve_forever(_scripted_model(script, options.played_seed), args.port)
+        serve_forever(_scripted_model(script, options.played_seed), port)
     except OSError as e:  # the port is taken, or not ours to bind
-        print(f"vfcheck: error: mock-server cannot listen on 127.0.0.1:{args.port}: "
+        print(f"vfcheck: error: mock-server cannot listen on 127.0.0.1:{port}: "
               f"{e.strerror or e} (use another --port, or --port 0 for a free one)",
               file=sys.stderr)
         return EXIT_FAILED

@@ -59,6 +59,22 @@ class OutcomeGrid:
         """`tasks: 0 vfc-echo:hello world · 1 vfc-echo:ping`: what the column numbers are."""
         return "tasks: " + " · ".join(f"{i} {short_key(k)}" for i, k in self.tasks.items())
 
+    def legend_lines(self, width: int = 100, indent: str = "  ") -> list[str]:
+        """`legend()` in lines of at most `width` characters, broken between tasks (a task
+        longer than a line stands alone), never inside one; continued lines are indented
+        under the first task."""
+        head = f"{indent}tasks: "
+        lines = [head]
+        for n, (i, k) in enumerate(self.tasks.items()):
+            item = f"{i} {short_key(k)}"
+            joined = (" · " if n else "") + item
+            if n and len(lines[-1]) + len(joined) > width:
+                lines[-1] += " ·"
+                lines.append(" " * len(head) + item)
+            else:
+                lines[-1] += joined
+        return lines
+
     def lines(self, width: int = 100, indent: str = "  ") -> list[str]:
         """The grid as fixed-width text, a row per family, a column per task; columns that
         do not fit in `width` continue in another block below."""

@@ -26,6 +26,7 @@ import pytest
 from vfcheck.checks import BY_ID
 from vfcheck.exits import EXIT_SIGINT
 from vfcheck.findings import EnvReport, Finding
+from vfcheck.frontends.node_ids import keep_node_ids, only_items
 from vfcheck.frontends.run import CheckRun, verifiers_version
 from vfcheck.frontends.xdist_spread import (
     PLANS_KEY,
@@ -61,7 +62,8 @@ def resolved_from_config(config: pytest.Config) -> Resolved:
     from vfcheck.frontends.step_summary import check_step_summary
     from vfcheck.options import resolve
 
-    found = resolve(config.invocation_params.dir, pytest_given(config), front="pytest")
+    found = resolve(config.invocation_params.dir, pytest_given(config), front="pytest",
+                    find_envs=True)
     check_step_summary()
     return found
 
@@ -117,6 +119,11 @@ class VfcheckSession:
             if shard and not self.env_ids else None
         """A shard with no env: its label and why (one skipped item says it)."""
         self.only: list[str] = list(found.run.only)
+        if self.only:  # only what the named items need runs (`Registry.families_of`)
+            from vfcheck.checks import REGISTRY
+
+            self.options.families = REGISTRY.families_of(self.only, self.options.families)
+        keep_node_ids(config, self.env_ids)
         self.spread = spreads_envs(config, found.run.spread)
         self.plans: dict[str, dict[str, Any] | None] | None = None
         """Each env's plan, from the controller, on a spreading xdist worker."""
@@ -260,25 +267,19 @@ class VfcheckSession:
         return [*self.check_run.header(), *xdist, *rootdir_note(config, self.options)]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """The owner's line per env on its golden traces (as syrupy's snapshot summary)."""
-        from vfcheck.frontends.report import golden_summary
+        """The owner's sections: golden traces (as syrupy's snapshot summary), why findings
+        were skipped or expected, reward probes, and what to do next."""
+        from vfcheck.frontends.next_steps import pytest_sections
 
         if not self.owner:
             return
-        lines = [line for report in self.check_run.reports()
-                 if (line := golden_summary(report)) is not None]
-        if lines:
-            terminalreporter.write_sep("-", "vfcheck golden traces")
+        for title, lines in pytest_sections(self.check_run.reports(), self.options,
+                                            self.run_options):
+            terminalreporter.write_sep("-", f"vfcheck {title}")
             for line in lines:
-                terminalreporter.write_line(line)
-        from vfcheck.frontends.probe_table import probe_table
-
-        tables = [t for report in self.check_run.reports() if (t := probe_table(report))]
-        if tables:
-            terminalreporter.write_sep("-", "vfcheck reward probes")
-            for table in tables:
-                for line in table.lines():
-                    terminalreporter.write_line(line)
+                terminalreporter.write_line(line, **(
+                    {"yellow": True, "bold": True} if line.startswith("vfcheck: WARNING")
+                    else {}))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The JSON report of what was found so far, as items end (`CheckRun.checkpoint`)."""
@@ -464,28 +465,4 @@ class CheckItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, 0, f"{self.parent.name}::{self.name}"  # type: ignore[union-attr]
 
-
-def only_items(items: list[pytest.Item], wanted: list[str]) -> list[pytest.Item]:
-    """The items `--vf-only` names (`gold[1]`, or `gold` for every task), and the `load`
-    item of an env that did not load (its other items are not there to pick: the load
-    failure must not vanish). A name that matches no item of a loaded env is a usage error
-    naming it, not an empty run."""
-    def picks(item: pytest.Item, want: str) -> bool:
-        return item.name == want or item.name.split("[")[0] == want
-
-    by_env: dict[str, list[pytest.Item]] = {}
-    for item in items:
-        by_env.setdefault(item.parent.nodeid if item.parent else "", []).append(item)
-    unloaded = {env for env, its in by_env.items() if [i.name for i in its] == ["load"]}
-    kept = [item for item in items if any(picks(item, want) for want in wanted)
-            or (item.parent is not None and item.parent.nodeid in unloaded)]
-    loaded = [item for item in items if item.parent is None
-              or item.parent.nodeid not in unloaded]
-    missing = [want for want in wanted if loaded and not any(picks(i, want) for i in loaded)]
-    if missing:
-        names = list(dict.fromkeys(i.name for i in loaded))
-        shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
-        raise pytest.UsageError(f"vfcheck: --vf-only: {', '.join(map(repr, missing))} names "
-                                f"no item (the items are: {shown})")
-    return kept
 

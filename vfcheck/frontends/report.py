@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,14 @@ def short_message(finding: Finding) -> str:
     return first
 
 
+def whole_message(finding: Finding) -> str:
+    """Every line of the message, without its `env '...', task ... :` prefix: `-v` cuts no
+    reason (the table folds it)."""
+    first, *rest = finding.message.splitlines() or [""]
+    return "\n".join([short_message(Finding(finding.check, finding.family, finding.task,
+                                             finding.outcome, first)), *rest])
+
+
 def findings_table(env: EnvReport, *, every: bool = True) -> Table:
     """A row per finding (`every`), or per failed or errored one: `-v`, or the compact
     report's failures."""
@@ -54,7 +63,7 @@ def findings_table(env: EnvReport, *, every: bool = True) -> Table:
         task = "-" if f.task is None else f"{f.task.index} {short_key(f.task.key, 24)}"
         table.add_row(escape(f.check), escape(task),  # env text is no rich markup
                       f"[{OUTCOME_STYLE[f.outcome]}]{f.outcome}[/]",
-                      escape(table_cell(short_message(f), 90)))
+                      escape(whole_message(f)))
     return table
 
 
@@ -67,7 +76,7 @@ def compact_lines(env: EnvReport, width: int = 100) -> list[str]:
     grid = outcome_grid(env)
     lines = [f"{env.id}: {counts_text(env)}", *grid.lines(width)]
     if grid.tasks:
-        lines.append(f"  {grid.legend()}")
+        lines += grid.legend_lines(width)
     return lines
 
 
@@ -121,9 +130,59 @@ def golden_summary(env: EnvReport) -> str | None:
     return line
 
 
-def show_reports(console: Any, reports: list[EnvReport], *, verbose: bool = False) -> None:
+def _indices(findings: Sequence[Finding]) -> str:
+    """`[0-2]`, `[0,2,5]`, or nothing for the env's own finding."""
+    numbers = sorted({f.task.index for f in findings if f.task is not None})
+    if not numbers:
+        return ""
+    if len(numbers) > 2 and numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f"[{numbers[0]}-{numbers[-1]}]"
+    return "[" + ",".join(map(str, numbers)) + "]"
+
+
+def _reason(finding: Finding) -> str:
+    """The finding's message without where it is (`env 'x', task 1 (key): `) and without
+    the allow prefix (`allowed (reason): `): the check's own words."""
+    text = finding.message.splitlines()[0]
+    if finding.outcome == "expected" and text.startswith("allowed (") and "): " in text:
+        text = text.split("): ", 1)[1]
+    return short_message(Finding(finding.check, finding.family, finding.task, finding.outcome,
+                                 text, finding.details))
+
+
+def explained(report: EnvReport, allow_from: dict[str, str] | None = None) -> list[str]:
+    """A line per check whose findings were skipped or expected, with why: the reason the
+    check gave, or the user's reason and the allow entry (with where it is set)."""
+    lines: list[str] = []
+    for outcome in ("skipped", "expected"):
+        groups: dict[tuple[str, str], list[Finding]] = {}
+        for f in report.findings:
+            if f.outcome != outcome:
+                continue
+            allowed = f.details.get("allowed") or {}
+            if allowed:
+                key = f"allowed by {allowed.get('pattern')!r} ({allowed.get('reason')})"
+                where = (allow_from or {}).get(str(allowed.get("pattern")))
+                key += f", set in {where}" if where else ""
+            elif (f.details.get("golden") or {}).get("action") == "missing":
+                path = Path(f.details["golden"].get("path", "golden"))
+                key = f"no golden trace yet in {shown_path(path.parent)}"
+            else:
+                key = _reason(f)
+            groups.setdefault((f.check, key), []).append(f)
+        if not groups:
+            continue
+        lines.append(f"{report.id} {outcome} ({sum(map(len, groups.values()))}):")
+        lines += [f"  {check}{_indices(found)}: {why}" for (check, why), found in
+                  groups.items()]
+    return lines
+
+
+def show_reports(console: Any, reports: list[EnvReport], *, verbose: bool = False,
+                 allow_from: dict[str, str] | None = None) -> None:
     """Per env: its counts and family x task grid of marks, the rows of its failures and
-    errors (`verbose`: a row per finding) with their whole messages, the golden summary
+    errors (`verbose`: a row per finding) with their whole messages, why findings were
+    skipped or expected (`allow_from`: where each allow entry is set), the golden summary
     and the probe table; the summary line last."""
     from vfcheck.frontends.outcome_grid import counts_text
     from vfcheck.frontends.probe_table import probe_table
@@ -137,10 +196,13 @@ def show_reports(console: Any, reports: list[EnvReport], *, verbose: bool = Fals
         else:
             for line in compact_lines(report, width=max(60, console.width)):
                 plain(line)
-            if report.bad:
-                console.print(findings_table(report, every=False))
-        for text in failure_text(report):
+        failures = failure_text(report)
+        if failures and not verbose:  # whole, once: no table cutting them short first
+            plain(f"{report.id} failures ({len(failures)}):")
+        for text in failures:
             plain(text)
+        for text in explained(report, allow_from):  # wrapped at words: reasons are long
+            console.print(text, highlight=False, markup=False)
         if (tiers := tier_summary(report)) is not None:
             plain(tiers)
         if (golden := golden_summary(report)) is not None:

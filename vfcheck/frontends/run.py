@@ -98,7 +98,6 @@ class CheckRun:
         both front ends."""
         from vfcheck import __version__
         from vfcheck.checks import select
-        from vfcheck.paths import shown_path
 
         o = self.options
         shard = "" if self.run.shard is None else (
@@ -110,7 +109,7 @@ class CheckRun:
         ]
         if any(spec.family == "golden" for spec in select(o.families)):
             mode = "update" if o.golden_update else "strict" if o.golden_strict else "compare"
-            lines.append(f"golden traces: {shown_path(Path(o.golden_dir))}/ ({mode})")
+            lines.append(f"golden traces: {Path(o.golden_dir).resolve()}/ ({mode})")
         return [*lines, f"rerun: {self.replay_command()}", self.capacity.line()]
 
     @functools.cached_property

@@ -13,10 +13,16 @@ if TYPE_CHECKING:
 
 
 def episode_table(summary: RunSummary) -> Table:
-    """One row per episode: task, rollout, reward, stop condition, errors."""
-    table = Table(title=f"{summary.env_id}: {len(summary.results)} episode(s)")
-    for column in ("task", "key", "rollout", "reward", "stop", "time", "errors"):
-        table.add_column(column, overflow="fold")
+    """One row per episode: task, rollout, reward, stop condition, errors (a column only
+    when an episode has some). Numbers never wrap; keys and errors wrap at words, and a
+    word too long for its column is cut with an ellipsis, never broken mid-word."""
+    table = Table(title=f"{summary.env_id}: {len(summary.results)} episode(s)",
+                  title_justify="left")
+    any_errors = any(r.errors() for r in summary.results)
+    for column in ("task", "key", "rollout", "reward", "stop", "time",
+                   *(["errors"] if any_errors else [])):
+        table.add_column(column, overflow="ellipsis",
+                         no_wrap=column not in ("key", "stop", "errors"))
     for r in summary.results:
         traces = r.traces
         reward = r.reward
@@ -28,7 +34,7 @@ def episode_table(summary: RunSummary) -> Table:
             "-" if reward is None else f"{reward:g}",
             ", ".join(str(t.stop_condition) for t in traces) or "-",
             f"{r.duration:.2f}s",
-            table_cell("; ".join(errors)) if errors else "",
+            *([table_cell("; ".join(errors)) if errors else ""] if any_errors else []),
             style="red" if errors else None,
         )
     return table

@@ -1,0 +1,113 @@
+"""What a run's reader needs after the marks: a loud word when the env's golden traces
+were looked for in the wrong place, and the closing lines that say what to do next (the
+command that records missing golden traces, the allow entries in force and where they are
+set, the reports written). Both front ends print them; why findings were skipped or
+expected is `vfcheck.frontends.report.explained`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vfcheck.findings import EnvReport
+from vfcheck.frontends.report import explained, golden_summary
+
+if TYPE_CHECKING:
+    from vfcheck.options import CheckOptions, RunOptions
+
+
+def golden_not_found(report: EnvReport, options: CheckOptions) -> str | None:
+    """A loud line when none of the env's golden traces exist and the golden folder is not
+    where it should be: beside no pyproject.toml (vfcheck ran outside any project), or not
+    the env's own project's, which holds traces for it. None for a healthy first run (in
+    the project, nothing recorded yet) and for a golden folder the user named."""
+    from vfcheck.env_ids import env_module_file
+    from vfcheck.traces.golden import env_folder
+
+    golden = [f for f in report.findings if f.check == "golden"]
+    if not golden or options.golden_dir_from != "default" or any(
+            (f.details.get("golden") or {}).get("action") != "missing" for f in golden):
+        return None
+    folder = Path(options.golden_dir).resolve()
+    looked = env_folder(folder, report.id)
+    module = env_module_file(report.id, options.paths)
+    home = _project_of(module) if module is not None else None
+    theirs = env_folder(home / "golden", report.id) if home is not None else None
+    if home is not None and theirs is not None and theirs.resolve() != looked and any(
+            theirs.glob("*.json")):
+        return (f"vfcheck: WARNING: none of {report.id}'s golden traces is in {looked}, so "
+                f"nothing was compared; its project {home} has them in {theirs}. Run vfcheck "
+                f"in {home}, or name the folder: --golden-dir {home / 'golden'}")
+    if not (folder.parent / "pyproject.toml").is_file():
+        return (f"vfcheck: WARNING: none of {report.id}'s golden traces is in {looked}, and "
+                f"{folder.parent} holds no pyproject.toml: vfcheck ran outside the env's "
+                "project, so nothing was compared. Run it in the project's folder, or name "
+                "the folder: --golden-dir DIR")
+    return None
+
+
+def _project_of(module: Path) -> Path | None:
+    """The folder of the pyproject.toml nearest `module`'s file."""
+    for folder in module.resolve().parents:
+        if (folder / "pyproject.toml").is_file():
+            return folder
+    return None
+
+
+def closing_lines(reports: Sequence[EnvReport], options: CheckOptions, run: RunOptions, *,
+                  pytest: bool = False) -> list[str]:
+    """What to do next: the command that records each env's missing golden traces (or
+    updates changed ones), the allow entries in force and where they are set, and the
+    reports this run wrote. Always at least one line."""
+    lines: list[str] = []
+    for report in reports:
+        actions = [(f.details.get("golden") or {}).get("action") for f in report.findings
+                   if f.check == "golden"]
+        missing, changed = actions.count("missing"), actions.count("mismatch")
+        if missing and golden_not_found(report, options) is not None:
+            lines.append(f"next: run vfcheck where {report.id}'s golden traces are (see the "
+                         "warning above) before recording any")
+        elif missing or changed:
+            what = " and ".join(
+                part for part in (f"record {missing} missing" if missing else "",
+                                  f"update {changed} changed" if changed else "") if part)
+            lines.append(f"next: {what} golden trace(s) of {report.id} (when intended): "
+                         f"{options.record_golden_command(report.id, pytest=pytest)}")
+    if options.allow:
+        by_where: dict[str, list[str]] = {}
+        for pattern in options.allow:
+            by_where.setdefault(options.allow_from.get(pattern, "the options"), []).append(
+                pattern)
+        lines.append("allowed: " + "; ".join(f"{', '.join(patterns)} (set in {where})"
+                                             for where, patterns in by_where.items()))
+    written = [(name, getattr(run, attr)) for name, attr in
+               (("HTML report", "html"), ("JSON report", "json"), ("JUnit XML", "junit_xml"))
+               if getattr(run, attr)]
+    if written:
+        lines.append("reports: " + ", ".join(f"{name} {Path(path).resolve()}"
+                                             for name, path in written))
+    if not any(line.startswith("next:") for line in lines):
+        bad = any(report.bad for report in reports)
+        lines.insert(0, "next: fix the failures above, then run the rerun line again" if bad
+                     else "next: nothing to do" + ("" if options.allow else
+                                                   " (every finding passed or is explained "
+                                                   "above)"))
+    return lines
+
+
+def pytest_sections(reports: Sequence[EnvReport], options: CheckOptions, run: RunOptions
+                    ) -> list[tuple[str, list[str]]]:
+    """pytest's terminal summary of vfcheck, as (title, lines) sections."""
+    from vfcheck.frontends.probe_table import probe_table
+
+    golden = [line for report in reports if (line := golden_summary(report)) is not None]
+    golden += [line for report in reports
+               if (line := golden_not_found(report, options)) is not None]
+    why = [line for report in reports for line in explained(report, options.allow_from)]
+    probes = [line for report in reports if (table := probe_table(report)) is not None
+              for line in table.lines()]
+    sections = [("golden traces", golden), ("skipped and expected", why),
+                ("reward probes", probes),
+                ("next", closing_lines(reports, options, run, pytest=True))]
+    return [(title, lines) for title, lines in sections if lines]
