@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
-from vfcheck.checks.registry import check, spec_of, worker_mode
+from vfcheck.checks.registry import check, early, spec_of, worker_mode
 from vfcheck.findings import Finding
 from vfcheck.host import offline_sockets
 from vfcheck.host.attempts import deadline_hit
@@ -264,3 +264,35 @@ async def determinism_load(ctx: CheckContext, _: Any) -> Finding:
     if "fresh_hashes" not in ctx.extras:
         start_fresh_load(ctx)
     return await compare_loads(ctx.env_id, ctx.extras["fresh_hashes"], task_hashes(ctx.tasks))
+
+
+@early
+async def rejected_env_args(ctx: CheckContext) -> Finding | None:
+    """Why the env's config type rejects the user's env args (an unknown key, a wrong
+    type), found from the config alone before anything else starts (the fresh load of
+    `determinism.load`, the env's own load): a usage error in seconds. Anything else
+    is left to the `load` check, which reports it."""
+    from vfcheck.episodes.load_errors import rejected_args
+    from vfcheck.episodes.offline import offline_env_config
+
+    args = ctx.options.env_args
+    if not args:
+        return None
+
+    def config_error() -> Exception | None:
+        try:
+            with no_network([]):
+                offline_env_config(ctx.env_id, args)
+        except Exception as e:  # noqa: BLE001 - the load check reports the env's own
+            return e
+        except BaseException:  # noqa: BLE001 - sys.exit() at import: `load`'s finding
+            return None
+        return None
+
+    try:
+        error = await asyncio.wait_for(asyncio.to_thread(config_error),
+                                       max(ctx.timeout, LOAD_TIMEOUT))
+    except TimeoutError:
+        return None
+    rejected = None if error is None else rejected_args(ctx.env_id, args, error)
+    return None if rejected is None else load_finding(ctx.env_id, "error", rejected, usage=True)

@@ -94,6 +94,9 @@ class Registry:
 
     def __init__(self) -> None:
         self._specs: dict[str, CheckSpec] = {}
+        self.early: list[Callable[[Any], Awaitable[Finding | None]]] = []
+        """Checks of the run's inputs a family runs before anything starts (`early`): a
+        finding ends the env's run there (an env arg the env's config rejects)."""
         self.modes: dict[str, Callable[[dict[str, Any]], None]] = {}
         """The worker's other jobs a family declares (`python -m vfcheck.isolation.worker
         --NAME`, spec on stdin): a second interpreter's load, say (`worker_mode`)."""
@@ -187,6 +190,13 @@ def check(check_id: str, *, family: str, scope: Scope, contract: str, fails_when
         return fn
 
     return register
+
+
+def early(fn: Callable[[Any], Awaitable[Finding | None]]) -> Callable[
+        [Any], Awaitable[Finding | None]]:
+    """Register `async def fn(ctx) -> Finding | None` to run before the env loads."""
+    REGISTRY.early.append(fn)
+    return fn
 
 
 def worker_mode(name: str) -> Callable[[Callable[[dict[str, Any]], None]], Callable[

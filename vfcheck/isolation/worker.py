@@ -117,11 +117,12 @@ class Worker:
 
         ctx = self.ctx
         plan_only = bool(self.spec.get("plan_only"))
-        if (rejected := await self.rejected_env_args()) is not None:
-            self.emit("ready", verifiers=verifiers.__version__, python=sys.version.split()[0])
-            self.emit_finding(Finding("load", "load", None, "error", rejected,
-                                      {"usage": True}))
-            return
+        for early in REGISTRY.early:  # a usage error found before anything starts
+            if (finding := await early(ctx)) is not None:
+                self.emit("ready", verifiers=verifiers.__version__,
+                          python=sys.version.split()[0])
+                self.emit_finding(finding)
+                return
         async with ctx:
             for spec in self.selected:
                 if spec.prepare is not None and (spec.id, None) not in ctx.skip \
@@ -165,36 +166,6 @@ class Worker:
                 queueing.cancel()
         for unit in [] if plan_only else self.units("after"):  # verifiers closed its runners
             await self.run_unit(REGISTRY[unit[0]], None)
-
-    async def rejected_env_args(self) -> str | None:
-        """Why the env's config type rejects the user's env args (an unknown key, a wrong
-        type), found from the config alone before anything else starts (the fresh load of
-        `determinism.load`, the env's own load): a usage error in seconds. Anything else
-        is left to the `load` check, which reports it."""
-        from vfcheck.checks.load import LOAD_TIMEOUT, no_network
-        from vfcheck.episodes.load_errors import rejected_args
-        from vfcheck.episodes.offline import offline_env_config
-
-        args = self.ctx.options.env_args
-        if not args:
-            return None
-
-        def config_error() -> Exception | None:
-            try:
-                with no_network([]):
-                    offline_env_config(self.env_id, args)
-            except Exception as e:  # noqa: BLE001 - the load check reports the env's own
-                return e
-            except BaseException:  # noqa: BLE001 - sys.exit() at import: `load`'s finding
-                return None
-            return None
-
-        try:
-            error = await asyncio.wait_for(asyncio.to_thread(config_error),
-                                           max(self.ctx.timeout, LOAD_TIMEOUT))
-        except TimeoutError:
-            return None
-        return None if error is None else rejected_args(self.env_id, args, error)
 
     async def run_unit(self, spec: CheckSpec, task: Any, *,
                        alone: bool = False) -> Finding | None:
