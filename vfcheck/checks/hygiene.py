@@ -38,6 +38,7 @@ from vfcheck.isolation.processes import (
 from vfcheck.isolation.processes import (
     become_subreaper as become_subreaper,  # the worker asks through this module
 )
+from vfcheck.isolation.warm_starts import WARM
 
 CHECK = "hygiene.processes"
 SETTLE = 3.0
@@ -64,10 +65,11 @@ def leftovers(root: int) -> list[Leftover]:
     """Every live process below `root`, Python's own helpers left out."""
     found = []
     for pid in descendants(root):
-        line = cmdline(pid)
+        warm = WARM.described(pid)  # forked by the warm interpreter: /proc shows the zygote
+        line = warm.cmdline if warm is not None else cmdline(pid)
+        names = warm.env_names if warm is not None else environment_names(pid)
         if line is not None and not any(helper in line for helper in HELPERS):
-            found.append(Leftover(pid, line, " -m " in line
-                                  and TOOL_SERVER_VARS <= environment_names(pid)))
+            found.append(Leftover(pid, line, " -m " in line and TOOL_SERVER_VARS <= names))
     return found
 
 

@@ -51,6 +51,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from vfcheck.episodes.load_errors import EnvArgError, EnvLoadError
     from vfcheck.episodes.runner import EpisodeResult, run_episodes
     from vfcheck.frontends.run_report import episode_table
+    from vfcheck.isolation.warm_plan import starts_line
     from vfcheck.isolation.workdirs import owned
     from vfcheck.script import ScriptError
 
@@ -97,7 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 paths=options.paths, output=output,
                 wheels=options.wheels, script_tools=script.tool_names() if script else frozenset(),
                 on_start=started, on_result=finished,
-                on_tasks=follows_script,
+                on_tasks=follows_script, warm_starts=not options.cold_starts,
             ))
     except EnvArgError as e:
         print(f"vfcheck: error: {e}", file=sys.stderr)
@@ -112,6 +113,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})")
     Console().print(episode_table(summary))
     console.print(f"episodes: {output}")
+    console.print(starts_line(summary.starts), highlight=False)
     failed = [r.runner_error for r in summary.results if r.runner_error]
     for error in dict.fromkeys(failed):  # one line each, never wrapped
         print(f"vfcheck: {failed.count(error)} episode(s): {error}", file=sys.stderr)
