@@ -135,9 +135,19 @@ class WarmStarts:
     timings: set[asyncio.Future[None]] = field(default_factory=set)
     """The tasks measuring cold tool servers (`time_cold`)."""
 
+    def reset(self, why_cold: str = "") -> None:
+        """Forget the counts of an earlier run in this process."""
+        self.counts.clear()
+        self.reasons.clear()
+        self.seconds.clear()
+        self.children.clear()
+        if why_cold:
+            self.why_cold = why_cold
+
     def start(self, env: Mapping[str, str] | None = None) -> None:
         """Start the zygote with `env` (this process's environment when None), or say why
         starts stay cold."""
+        self.reset()
         if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
             self.why_cold = "this platform has no fork or fd passing"
         elif not is_subreaper():
