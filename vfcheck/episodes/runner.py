@@ -321,7 +321,7 @@ async def warm_starts_if(wanted: bool) -> AsyncIterator[None]:
     from vfcheck.isolation.warm_starts import WARM
 
     if not wanted:
-        WARM.reset("warm starts are off (--cold-starts)")
+        WARM.off("warm starts are off (--cold-starts)")
         yield
         return
     become_subreaper()

@@ -144,6 +144,11 @@ class WarmStarts:
         if why_cold:
             self.why_cold = why_cold
 
+    def off(self, why_cold: str) -> None:
+        """Cold starts only, still counted (the `starts:` line says how many)."""
+        self.reset(why_cold)
+        install()
+
     def start(self, env: Mapping[str, str] | None = None) -> None:
         """Start the zygote with `env` (this process's environment when None), or say why
         starts stay cold."""

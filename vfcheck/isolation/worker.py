@@ -365,7 +365,7 @@ async def main_async(spec: dict[str, Any]) -> None:
         # servers will get once `guard_children` ran
         WARM.start(guarded_environ(os.environ, child_log_of(worker.events)))
     else:
-        WARM.reset("warm starts are off (--cold-starts)")
+        WARM.off("warm starts are off (--cold-starts)")
     try:
         await worker.run()
     finally:
