@@ -112,6 +112,7 @@ async def test_the_socket_guard_names_a_warm_childs_connection(warm) -> None:
         "except OSError as e:\n    print(type(e).__name__)\n")
     proc = await start(server, "-m", "net_tool", cwd=Path(log).parent, stdout=PIPE)
     out, _ = await proc.communicate()
+    assert out.strip(), "the connection was refused with an OSError"
     (entry,) = [json.loads(line) for line in Path(log).read_text().splitlines()]
     assert (entry["host"], entry["port"], entry["pid"]) == ("example.org", 443, proc.pid)
     assert entry["process"] == "the tool server python -m net_tool"
@@ -132,7 +133,6 @@ async def test_a_dead_zygote_means_cold_starts(warm) -> None:
 
 
 async def test_other_programs_start_cold(warm) -> None:
-    env, _ = warm
     proc = await asyncio.create_subprocess_exec("echo", "hi", stdout=PIPE,
                                                 start_new_session=True)
     assert (await proc.communicate())[0] == b"hi\n"
