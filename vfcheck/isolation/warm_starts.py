@@ -38,6 +38,7 @@ from typing import Any
 
 from vfcheck.isolation.processes import is_subreaper, start_time
 from vfcheck.isolation.warm_plan import WarmRequest, plan
+from vfcheck.isolation.zygote import TITLE_ROOM
 
 READY_WAIT = 300.0
 """Seconds a start waits for the zygote's imports before it starts cold instead."""
@@ -66,7 +67,8 @@ class Zygote:
         self.state: dict[str, Any] = {}
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "vfcheck.isolation.zygote", str(theirs.fileno())],
+                [sys.executable, "-m", "vfcheck.isolation.zygote", str(theirs.fileno()),
+                 " " * TITLE_ROOM],
                 pass_fds=(theirs.fileno(),), env=self.env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL)
         finally:

@@ -46,6 +46,8 @@ PRELOAD = (
 )
 """What a tool server imports before it serves (`verifiers/v1/mcp/server.py`'s `_serve`),
 and the probe verifiers runs next to it. Never env code: its import runs in each child."""
+TITLE_ROOM = 4096
+"""Bytes of padding on the zygote's command line, for its children's titles (`retitle`)."""
 ADOPTED_WAIT = 5.0
 """Seconds a child waits for the middle process to exit (it exits at once) before running
 anything: verifiers' tool server asks to die with its parent, which must be the adopter."""
@@ -131,7 +133,8 @@ def become(request: WarmRequest, fds: list[int], sock: socket.socket,
         main = types.ModuleType("__main__")
         main.__dict__["__builtins__"] = sys.modules["builtins"]
         sys.modules["__main__"] = main
-        sys.orig_argv = request.argv
+        sys.orig_argv = [sys.executable, *request.argv[1:]]
+        retitle(sys.orig_argv)
     except BaseException:  # noqa: BLE001 - nothing of the request ran: say why, exit 1
         _report_and_exit(1)
     try:
@@ -164,6 +167,25 @@ def become(request: WarmRequest, fds: list[int], sock: socket.socket,
         code = 1
     code = _finish(code)
     os._exit(code)
+
+
+def retitle(argv: list[str]) -> None:
+    """Show `argv` as this process's command line (`ps`, `/proc/PID/cmdline`, psutil), as
+    `setproctitle` does on Linux: the zygote's own argument area (padded by `TITLE_ROOM`)
+    is overwritten with one line that the kernel reads up to its NUL."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        with open("/proc/self/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+        fields = stat[stat.rindex(")") + 2:].split()
+        start, end = int(fields[45]), int(fields[46])  # proc(5): arg_start, arg_end
+        room = end - start
+        title = " ".join(argv).encode(errors="replace")[: room - 2]
+        # the area's last byte not NUL: the kernel reads the title up to its first NUL
+        ctypes.memmove(start, title + b"\0" * (room - len(title) - 1) + b" ", room)
 
 
 def run_module_as_main(name: str) -> None:
