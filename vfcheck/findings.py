@@ -84,7 +84,7 @@ class EnvReport:
     starts: dict[str, Any] = field(default_factory=dict)
     """How the processes verifiers asked for started: `warm` and `cold` counts, why the
     cold ones were (`reasons`), seconds until tool servers listened (`seconds`), and what
-    the warm interpreter was (`zygote`) (`vfcheck.isolation.warm_starts`)."""
+    the warm interpreter was (`zygote`) (`vfcheck.host.warm_starts`)."""
 
     @property
     def bad(self) -> bool:

@@ -1,4 +1,4 @@
-"""Warm starts (`vfcheck.isolation.warm_starts`): a forked child is an ordinary process to
+"""Warm starts (`vfcheck.host.warm_starts`): a forked child is an ordinary process to
 whoever started it, and episodes played warm and cold give the same normalised traces."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from vfcheck.host.warm_starts import WARM
 from vfcheck.isolation.processes import become_subreaper
-from vfcheck.isolation.warm_starts import WARM
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="warm starts adopt children as a Linux subreaper")

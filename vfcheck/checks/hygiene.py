@@ -27,6 +27,7 @@ from typing import Any
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
+from vfcheck.host.warm_starts import WARM
 from vfcheck.isolation.processes import (
     TOOL_SERVER_VARS,
     cmdline,
@@ -38,7 +39,6 @@ from vfcheck.isolation.processes import (
 from vfcheck.isolation.processes import (
     become_subreaper as become_subreaper,  # the worker asks through this module
 )
-from vfcheck.isolation.warm_starts import WARM
 
 CHECK = "hygiene.processes"
 SETTLE = 3.0

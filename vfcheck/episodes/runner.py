@@ -227,7 +227,7 @@ class EnvRunner:
         process already intercepts for this model (respx patches process-wide); `wheels`
         is a folder the harness programs resolve their dependencies from; `script_tools` and
         `fast_settings` go to `load_env`. `warm_starts`: this process starts a warm
-        interpreter for the processes verifiers starts (`vfcheck.isolation.warm_starts`;
+        interpreter for the processes verifiers starts (`vfcheck.host.warm_starts`;
         a check worker starts its own)."""
         prepare_process_env(paths, wheels=wheels)
         async with warm_starts_if(warm_starts):
@@ -316,9 +316,9 @@ class EnvRunner:
 @contextlib.asynccontextmanager
 async def warm_starts_if(wanted: bool) -> AsyncIterator[None]:
     """Warm starts in this process while the runner is open, if `wanted` and the kernel
-    lets it adopt the children (`vfcheck.isolation.warm_starts`); cold starts otherwise."""
+    lets it adopt the children (`vfcheck.host.warm_starts`); cold starts otherwise."""
+    from vfcheck.host.warm_starts import WARM
     from vfcheck.isolation.processes import become_subreaper
-    from vfcheck.isolation.warm_starts import WARM
 
     if not wanted:
         WARM.off("warm starts are off (--cold-starts)")
@@ -440,8 +440,8 @@ async def run_episodes(
     real `base_url`, the key is read from `$api_key_var` and `model_name` is sent.
     `script_tools`: the tools the script calls (`role_tiers`). `warm_starts`: fork the
     `python -m`/`-c` processes verifiers starts from a warm interpreter
-    (`vfcheck.isolation.warm_starts`)."""
-    from vfcheck.isolation.warm_starts import WARM
+    (`vfcheck.host.warm_starts`)."""
+    from vfcheck.host.warm_starts import WARM
 
     async with EnvRunner.open(
         env_id, env_args=env_args, harness=harness, model=model, base_url=base_url, paths=paths,

@@ -51,7 +51,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from vfcheck.episodes.load_errors import EnvArgError, EnvLoadError
     from vfcheck.episodes.runner import EpisodeResult, run_episodes
     from vfcheck.frontends.run_report import episode_table
-    from vfcheck.isolation.warm_plan import starts_line
+    from vfcheck.host.warm_plan import starts_line
     from vfcheck.isolation.workdirs import owned
     from vfcheck.script import ScriptError
 

@@ -13,7 +13,7 @@ env's work per worker), and what was written survives an interrupt. Events:
 - `stalled` (the worker's watchdog: env code blocked the loop or ignored a cancellation,
   and where; the supervisor kills the worker on it — see `Stall`)
 - `starts`: how many processes the worker started warm and cold, and why cold
-  (`vfcheck.isolation.warm_starts`)
+  (`vfcheck.host.warm_starts`)
 - `done` (the worker finished), `final` (the supervisor finished: nothing more will come)
 """
 
@@ -179,7 +179,7 @@ class EventLog:
             self.started.pop(unit, None)
         elif kind == "stalled":
             self.stall = Stall.from_event(event)
-        elif kind == "starts":  # how its processes started (`vfcheck.isolation.warm_starts`)
+        elif kind == "starts":  # how its processes started (`vfcheck.host.warm_starts`)
             self.starts = merged_starts(self.starts, event)
         elif kind == "done":
             self.done = True

@@ -42,6 +42,7 @@ from vfcheck.checks.lab import episode_lab
 from vfcheck.checks.registry import CheckSpec
 from vfcheck.episodes.offline import prepare_process_env
 from vfcheck.findings import Finding
+from vfcheck.host.warm_starts import WARM
 from vfcheck.isolation.attempts import (
     CURRENT_ATTEMPT,
     KILLED,
@@ -54,7 +55,6 @@ from vfcheck.isolation.events import Stall, Unit, append_event
 from vfcheck.isolation.floor import FLOOR
 from vfcheck.isolation.offline_sockets import OFFLINE_SOCKETS, no_network
 from vfcheck.isolation.queue_clock import QUEUE_CLOCK
-from vfcheck.isolation.warm_starts import WARM
 from vfcheck.isolation.watchdog import CURRENT_UNIT, Watchdog, env_modules
 from vfcheck.options import CheckOptions
 
@@ -163,7 +163,7 @@ class Worker:
 
     def end_warm_starts(self) -> None:
         """Stop the warm interpreter and say how this worker's processes started (a
-        `starts` event: `vfcheck.isolation.warm_starts`)."""
+        `starts` event: `vfcheck.host.warm_starts`)."""
         WARM.close()
         if WARM.counts:
             self.emit("starts", **WARM.summary())

@@ -90,7 +90,7 @@ def _cancel_request() -> str | None:
 
 
 def _subprocess_starts() -> str | None:
-    """What warm starts rely on (`vfcheck.isolation.warm_starts`): the subprocess runtime
+    """What warm starts rely on (`vfcheck.host.warm_starts`): the subprocess runtime
     starts its processes through `asyncio.create_subprocess_exec` in sessions of their own,
     and a tool server is `[sys.executable, "-m", module]` reporting its port in a file."""
     runtime = "verifiers.v1.runtimes.subprocess:SubprocessRuntime"

@@ -3,8 +3,8 @@
 verifiers' subprocess runtime starts each tool server (and the probe that waits for it) with
 `asyncio.create_subprocess_exec([sys.executable, "-m", module], start_new_session=True,
 ...)`. `install()` puts `create_subprocess_exec` here in front of asyncio's: a start that
-`vfcheck.isolation.warm_plan.plan` allows is forked by the zygote
-(`vfcheck.isolation.zygote`), every other start goes on to asyncio unchanged. What verifiers
+`vfcheck.host.warm_plan.plan` allows is forked by the zygote
+(`vfcheck.host.zygote`), every other start goes on to asyncio unchanged. What verifiers
 gets back is asyncio's own `Process`, over a `subprocess.Popen` whose one difference is how
 the child came to be (`WarmPopen._execute_child`): the child is adopted by this process (a
 child subreaper), so that `Process.wait`, the exit code, `os.killpg` on its group and
@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vfcheck.host.warm_plan import WarmRequest, plan
+from vfcheck.host.zygote import TITLE_ROOM
 from vfcheck.isolation.processes import is_subreaper, start_time
-from vfcheck.isolation.warm_plan import WarmRequest, plan
-from vfcheck.isolation.zygote import TITLE_ROOM
 
 READY_WAIT = 300.0
 """Seconds a start waits for the zygote's imports before it starts cold instead."""
@@ -67,7 +67,7 @@ class Zygote:
         self.state: dict[str, Any] = {}
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "vfcheck.isolation.zygote", str(theirs.fileno()),
+                [sys.executable, "-m", "vfcheck.host.zygote", str(theirs.fileno()),
                  " " * TITLE_ROOM],
                 pass_fds=(theirs.fileno(),), env=self.env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL)
@@ -136,6 +136,11 @@ class WarmStarts:
     children: dict[int, WarmChild] = field(default_factory=dict)
     timings: set[asyncio.Future[None]] = field(default_factory=set)
     """The tasks measuring cold tool servers (`time_cold`)."""
+
+    @property
+    def on(self) -> bool:
+        """Whether starts may be warm here (a zygote started; it may still be importing)."""
+        return self.zygote is not None
 
     def reset(self, why_cold: str = "") -> None:
         """Forget the counts of an earlier run in this process."""

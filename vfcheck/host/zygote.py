@@ -1,7 +1,7 @@
 """The zygote: a warm interpreter that forks the `python -m`/`-c` processes verifiers starts.
 
 A tool server verifiers starts (`python -m <the toolset's module>`) spends seconds importing
-verifiers before it serves one call. `python -m vfcheck.isolation.zygote FD` imports that
+verifiers before it serves one call. `python -m vfcheck.host.zygote FD` imports that
 once (`PRELOAD`), then, for each request on the unix socket `FD` (a `WarmRequest` and the
 child's stdin, stdout and stderr, passed with SCM_RIGHTS), forks the process asked for:
 
@@ -37,7 +37,7 @@ import traceback
 import types
 from typing import NoReturn
 
-from vfcheck.isolation.warm_plan import MAX_REQUEST, WarmRequest, exit_code
+from vfcheck.host.warm_plan import MAX_REQUEST, WarmRequest, exit_code
 
 PRELOAD = (
     "verifiers", "verifiers.v1", "verifiers.v1.mcp.server", "verifiers.v1.mcp.toolset",

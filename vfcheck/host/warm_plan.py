@@ -1,7 +1,7 @@
 """Which process starts may be warm, and the request that asks the zygote for one.
 
-Pure: no process is started here (`vfcheck.isolation.warm_starts` does that). A start is
-warm only when a fork of the zygote (`vfcheck.isolation.zygote`) is the same process a cold
+Pure: no process is started here (`vfcheck.host.warm_starts` does that). A start is
+warm only when a fork of the zygote (`vfcheck.host.zygote`) is the same process a cold
 start would have been: this very Python running `-m MODULE` or `-c CODE` with no other
 interpreter flag, in a session of its own (as verifiers' subprocess runtime asks), with
 nothing that acts between fork and exec (`preexec_fn`, `pass_fds`, another user, a umask),
