@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -256,6 +257,8 @@ def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
     _die_with_parent()
     failed = preload()
+    gc.collect()
+    gc.freeze()  # the preloaded objects: no collection in a child touches (copies) their pages
     threads = threading.active_count()
     ready: dict[str, object] = {"ready": threads == 1, "failed": failed, "pid": os.getpid()}
     if threads != 1:
