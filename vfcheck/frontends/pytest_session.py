@@ -260,7 +260,8 @@ class VfcheckSession:
         return [*self.check_run.header(), *xdist, *rootdir_note(config, self.options)]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """The owner's line per env on its golden traces (as syrupy's snapshot summary)."""
+        """The owner's line per env on its golden traces (as syrupy's snapshot summary), how
+        verifiers' processes started (warm or cold), and the reward probes' tables."""
         from vfcheck.frontends.report import golden_summary
 
         if not self.owner:
@@ -272,7 +273,14 @@ class VfcheckSession:
             for line in lines:
                 terminalreporter.write_line(line)
         from vfcheck.frontends.probe_table import probe_table
+        from vfcheck.host.warm_plan import starts_line
 
+        starts = [f"{report.id} {starts_line(report.starts)}"
+                  for report in self.check_run.reports() if report.starts]
+        if starts:  # how verifiers' processes started (`vfcheck.host.warm_starts`)
+            terminalreporter.write_sep("-", "vfcheck process starts")
+            for line in starts:
+                terminalreporter.write_line(line)
         tables = [t for report in self.check_run.reports() if (t := probe_table(report))]
         if tables:
             terminalreporter.write_sep("-", "vfcheck reward probes")
