@@ -160,12 +160,12 @@ class WarmStarts:
         """Start the zygote with `env` (this process's environment when None), or say why
         starts stay cold."""
         self.reset()
+        install()  # cold starts are counted too
         if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
             self.why_cold = "this platform has no fork or fd passing"
         elif not is_subreaper():
             self.why_cold = "this process cannot adopt forked children (no child subreaper)"
         elif self.zygote is None:
-            install()
             self.zygote = Zygote(os.environ if env is None else env)
             self.why_cold = ""
 
