@@ -113,7 +113,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})")
     Console().print(episode_table(summary))
     console.print(f"episodes: {output}")
-    console.print(starts_line(summary.starts), highlight=False)
+    console.print(starts_line(summary.starts), highlight=False, soft_wrap=True)
     failed = [r.runner_error for r in summary.results if r.runner_error]
     for error in dict.fromkeys(failed):  # one line each, never wrapped
         print(f"vfcheck: {failed.count(error)} episode(s): {error}", file=sys.stderr)
