@@ -167,7 +167,7 @@ class Worker:
         WARM.close()
         if WARM.counts:
             self.emit("starts", **WARM.summary())
-        WARM.counts.clear()
+        WARM.reset()
 
     async def run_unit(self, spec: CheckSpec, task: Any, *,
                        alone: bool = False) -> Finding | None:
