@@ -42,8 +42,10 @@ from vfcheck.isolation.processes import is_subreaper, start_time
 
 READY_WAIT = 300.0
 """Seconds a start waits for the zygote's imports before it starts cold instead."""
-REPLY_WAIT = 30.0
-"""Seconds the zygote gets to fork one child."""
+REPLY_WAIT = 5.0
+"""Seconds the zygote gets to fork one child (milliseconds normally). The asking process's
+event loop waits meanwhile, so this stays well below what the watchdog calls a blocked
+loop (`vfcheck.isolation.watchdog.MIN_STALL`); past it, the start is cold."""
 SERVING_WAIT = 60.0
 """Seconds a warm tool server gets to write its port file and listen before the start returns
 anyway (verifiers' own polling then goes on as for a cold one)."""
