@@ -99,6 +99,7 @@ class Zygote:
                 reply = json.loads(self.sock.recv(65536) or b"{}")
             except (OSError, ValueError) as e:
                 self.state = {"why": f"its socket failed ({type(e).__name__}: {e})"}
+                self.proc.kill()  # no late answer can be taken for the next start's
                 raise ZygoteGone(self.state["why"]) from e
         if "pid" not in reply:
             raise ZygoteGone(str(reply.get("error") or "the zygote exited"))
