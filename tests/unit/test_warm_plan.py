@@ -100,8 +100,11 @@ def test_the_starts_line_says_how_processes_started():
     off = {"warm": 0, "cold": 4, "reasons": {"warm starts are off (--cold-starts)": 4},
            "zygote": "warm starts are off (--cold-starts)"}
     assert starts_line(off) == ("starts: 0 warm (forked from a warm interpreter), 4 cold (4 "
-                                "warm starts are off (--cold-starts)); warm starts unused: "
-                                "warm starts are off (--cold-starts)")
+                                "warm starts are off (--cold-starts))")
+    dead = {"warm": 0, "cold": 1, "reasons": {"another program": 1},
+            "zygote": "the warm interpreter is not usable: 2 threads"}
+    assert starts_line(dead).endswith(
+        "; warm starts unused: the warm interpreter is not usable: 2 threads")
 
 
 def test_a_restarted_worker_adds_its_starts():

@@ -129,6 +129,7 @@ def starts_line(summary: Mapping[str, Any]) -> str:
         line += "; tool servers listening after " + ", ".join(
             f"{seconds[k]:.1f}s {k}" for k in ("warm", "cold") if k in seconds)
     zygote = summary.get("zygote")
-    if zygote and zygote not in ("ready", "the warm interpreter was stopped") and not warm:
+    if zygote and zygote not in ("ready", "the warm interpreter was stopped", *reasons) \
+            and not warm:
         line += f"; warm starts unused: {zygote}"
     return line
