@@ -150,6 +150,7 @@ PARITY = [
     ("echo-tool-v1", "verifiers", None, None),
     ("counter-tool-v1", "verifiers", None, None),
     ("vfc-tool", "ours", None, None),  # one toolset, two tools
+    ("vfc-two-toolsets", "ours", None, None),  # two toolsets: two servers per rollout
     ("vfc-broken-tool-net", "ours", None, None),
     ("vfc-broken-tool-block", "ours", None, 20.0),  # task 2's episode hangs to the deadline
 ]
