@@ -6,7 +6,9 @@ plays thousands, and the machine fills up. verifiers stops what it starts itself
 programs, tool servers) when its runtimes and `env.serving()` close; whatever still runs
 below the check worker after that is the env's. A tool server of the env's toolsets that is
 still running (verifiers' SIGTERM did not end it while a tool call was in progress) is named
-as one, so that the message points at the tool rather than at unknown env code.
+as one, so that the message points at the tool rather than at unknown env code. A tool
+server forked warm (`vfcheck.host.warm_starts`) is named by what it was asked to be, which
+`/proc` does not show for it.
 
 The worker makes itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`), so a process
 whose parent exits (`sh -c 'cmd &'`, a double fork) is re-parented to the worker rather
