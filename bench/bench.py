@@ -160,6 +160,43 @@ def _stop(srv: subprocess.Popen[str]) -> None:
         srv.kill()
 
 
+def starts_of(reports: list[Path]) -> str:
+    """`starts: 42 warm, 4 cold, 18.8 s until tool servers listened (warm)`: how the
+    processes of the last run that wrote its JSON report started."""
+    for report in reversed(reports):
+        try:
+            envs = json.loads(report.read_text())["envs"]
+        except (OSError, ValueError, KeyError):
+            continue
+        starts = [e.get("starts") or {} for e in envs]
+        warm = sum(int(s.get("warm") or 0) for s in starts)
+        cold = sum(int(s.get("cold") or 0) for s in starts)
+        seconds = {k: sum(float((s.get("seconds") or {}).get(k) or 0) for s in starts)
+                   for k in ("warm", "cold")}
+        spent = ", ".join(f"{v:.1f} s {k}" for k, v in seconds.items() if v)
+        return (f"starts: {warm} warm, {cold} cold"
+                + (f", until tool servers listened: {spent}" if spent else ""))
+    return ""
+
+
+def tasks_passing(reports: list[Path], indices: tuple[int, ...]) -> str:
+    """Whether every finding on tasks `indices` passed (or was skipped) in each report."""
+    said = []
+    for report in reports:
+        try:
+            findings = [f for e in json.loads(report.read_text())["envs"]
+                        for f in e["findings"]]
+        except (OSError, ValueError, KeyError):
+            said.append("no report")
+            continue
+        bad = [f"{f['check']}[{f['task']['index']}] {f['outcome']}" for f in findings
+               if (f.get("task") or {}).get("index") in indices
+               and f["outcome"] not in ("passed", "skipped", "expected")]
+        said.append("tasks " + ", ".join(map(str, indices))
+                    + (" passing" if not bad else f" NOT passing: {', '.join(bad)}"))
+    return "; ".join(dict.fromkeys(said))
+
+
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -285,7 +322,8 @@ class Bench:
             return None
         return path
 
-    def check_vs_validate(self, env_id: str, path: Path, target: str = "<= 1.5") -> None:
+    def check_vs_validate(self, env_id: str, path: Path, target: str = "<= 1.5",
+                          starts: bool = False) -> None:
         print(f"\n## 2. vfcheck check vs vf-validate on {env_id}", flush=True)
         reps = self.args.repeat
         env = child_env()
@@ -295,6 +333,12 @@ class Bench:
             )
         )
         chk = [str(BIN / "vfcheck"), "check", env_id, "--path", str(path)]
+        reports: list[Path] = []
+
+        def check(rep: int):
+            out = self.fresh("check")
+            reports.append(out / "report.json")
+            return ([*chk, "--json", "report.json"] if starts else chk), env, out
 
         def validate(rep: int):
             out = self.fresh(f"validate-{env_id}")
@@ -306,7 +350,7 @@ class Bench:
 
         a, b, c = self.measure(
             [
-                ("vfcheck check (all families)", lambda r: (chk, env, self.fresh("check"))),
+                ("vfcheck check (all families)", check),
                 ("vf-validate (subprocess runtime)", validate),
                 (
                     "vfcheck check --checks setup,gold,noop",
@@ -317,7 +361,8 @@ class Bench:
         )
         a.ok_rc = c.ok_rc = (0, 1)  # 1: findings failed (a finished check)
         self.row(f"{env_id}: vfcheck check / vf-validate", a, b, target=target,
-                 note=failed_note(a))
+                 note="; ".join(n for n in (failed_note(a), starts and starts_of(reports))
+                                if n))
         self.row(
             f"{env_id}: vfcheck check --checks setup,gold,noop / vf-validate", c, b, target="(info)"
         )
@@ -534,11 +579,35 @@ class Bench:
 
     # -- 5: tool envs ---------------------------------------------------------------------
     def tools(self, sdist: Path) -> None:
-        """verifiers' own tool fixture: `check` vs `vf-validate` (<= 4.0), and `run` on its
+        """verifiers' own tool fixture: `check` vs `vf-validate` (<= 3.0), and `run` on its
         default tier vs `vf-eval` on its default harness, per episode (<= 0.3). vf-eval talks
-        to `vfcheck mock-server`; `vfcheck run` to the same scripted model in-process."""
-        self.check_vs_validate("echo-tool-v1", sdist, target="<= 4.0")
+        to `vfcheck mock-server`; `vfcheck run` to the same scripted model in-process. Then
+        the check of a tool env whose task 2 blocks (<= 90 s, tasks 0 and 1 passing). Each
+        vfcheck row notes how its processes started (warm and cold, seconds until the tool
+        servers listened: docs/warm-starts.md)."""
+        self.check_vs_validate("echo-tool-v1", sdist, target="<= 3.0", starts=True)
         self.tool_run_vs_eval(sdist)
+        self.tool_block()
+
+    def tool_block(self) -> None:
+        print("\n## 5c. vfcheck check vfc-broken-tool-block --timeout 10", flush=True)
+        reports: list[Path] = []
+
+        def check(rep: int):
+            out = self.fresh("tool-block")
+            reports.append(out / "report.json")
+            return ([str(BIN / "vfcheck"), "check", "vfc-broken-tool-block", "--path",
+                     str(FIXTURES), "--timeout", "10", "--json", "report.json"], child_env(),
+                    out)
+
+        (a,) = self.measure([("vfcheck check --timeout 10", check)], self.args.repeat)
+        a.ok_rc = (0, 1)  # task 2's episode checks fail: that is the fixture
+        median = a.median()
+        kept = tasks_passing(reports, (0, 1))
+        within = "n/a" if median is None else ("met" if median <= 90 else "**missed**")
+        self.row("vfc-broken-tool-block --timeout 10: seconds (<= 90), tasks 0 and 1 passing",
+                 a, None, target=f"<= 90 s ({within})",
+                 note="; ".join(n for n in (kept, starts_of(reports)) if n))
 
     def tool_run_vs_eval(self, sdist: Path) -> None:
         n, r, c = 1, 8, self.args.concurrency
@@ -578,8 +647,11 @@ class Bench:
                 a, b = self.measure([("vfcheck run (default tier)", vfrun),
                                      ("vf-eval (default harness bash, subprocess)", vfeval)],
                                     self.args.repeat)
+                said = [line for s in a.samples for line in s.tail.splitlines()
+                        if line.startswith("starts:")]
                 self.row(f"echo-tool-v1 {eps} episodes: vfcheck run / vf-eval, per episode",
-                         a, b, target="<= 0.3", per=float(eps), unit="s/episode")
+                         a, b, target="<= 0.3", per=float(eps), unit="s/episode",
+                         note=said[-1] if said else "")
             finally:
                 _stop(srv)
 

@@ -81,6 +81,10 @@ class EnvReport:
     or its controller), or the xdist worker's id (`gw1`)."""
     host: str = ""
     """The machine it was checked on (a CI matrix's shards, remote xdist workers)."""
+    starts: dict[str, Any] = field(default_factory=dict)
+    """How the processes verifiers asked for started: `warm` and `cold` counts, why the
+    cold ones were (`reasons`), seconds until tool servers listened (`seconds`), and what
+    the warm interpreter was (`zygote`) (`vfcheck.host.warm_starts`)."""
 
     @property
     def bad(self) -> bool:
@@ -102,6 +106,7 @@ class EnvReport:
             "worker_starts": self.worker_starts,
             "worker": self.worker,
             "host": self.host,
+            "starts": dict(self.starts),
             "findings": [f.as_dict() for f in self.findings],
         }
 
@@ -119,4 +124,5 @@ class EnvReport:
             worker_starts=int(data.get("worker_starts") or 0),
             worker=str(data.get("worker") or "main"),
             host=str(data.get("host") or ""),
+            starts=dict(data.get("starts") or {}),
         )

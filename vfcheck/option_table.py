@@ -98,6 +98,11 @@ OPTIONS: tuple[Option, ...] = (
            commands=("check", "run", "record"), metavar="DIR", path="dir",
            missing="the wheel folder {path} does not exist (fill it with: vfcheck wheels "
                    "{path})"),
+    Option("cold_starts", "flag", "start every process verifiers asks for as a fresh "
+           "interpreter: no warm starts (forks of a warm interpreter that already imported "
+           "verifiers, for its tool servers; see docs/warm-starts.md)", default=False,
+           shown_default="off: warm starts", key="cold_starts", cli=("--cold-starts",),
+           pytest="--vf-cold-starts", commands=("check", "run"), env="VFCHECK_COLD_STARTS"),
     Option("json", "path", "write the JSON report", cli=("--json",), pytest="--vf-json",
            commands=("check", "library", "merge"), metavar="FILE", path="output",
            scope="run"),

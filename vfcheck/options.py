@@ -56,6 +56,7 @@ class CheckOptions:
     golden_update: bool = field(default_factory=default_of("golden_update"))
     golden_strict: bool = field(default_factory=default_of("golden_strict"))
     wheels: str | None = field(default_factory=default_of("wheels"))
+    cold_starts: bool = field(default_factory=default_of("cold_starts"))
     allow: dict[str, str] = field(default_factory=default_of("allow"))
     """Accepted findings: fnmatch pattern -> the user's reason (`vfcheck.allow`)."""
     reward_max: float | None = field(default_factory=default_of("reward_max"))

@@ -126,8 +126,8 @@ def test_api_hooks_and_the_eval_contract_hold(raw: list[Finding]) -> None:
     assert {"api.Env.run_slot", "api.Trace.watch", "api.PendingTurn.abandon",
             "api.validate._run_check", "api.WireTrace", "api.eval.serve_flag",
             "api.eval.hint_logged", "api.eval.hint_dashboard", "api.serve.EnvServer",
-            "api.serve.EnvClient.run", "api.serve.EnvClient._request"} <= {
-                f.check for f in api}
+            "api.serve.EnvClient.run", "api.serve.EnvClient._request",
+            "api.runtime.subprocess_starts"} <= {f.check for f in api}
     assert all(f.outcome == "passed" for f in api), [f.message for f in api if f.bad]
     assert "--serve" in by_check(raw)["api.eval.serve_flag"].message
 
@@ -389,3 +389,21 @@ def test_a_missing_serve_hook_skips_the_served_checks(monkeypatch: pytest.Monkey
     assert [f.check for f in played] == list(SERVED_CHECKS)
     assert all(f.outcome == "skipped" and "0.3.9 lacks EnvClient._request" in f.message
                for f in played)
+
+
+def test_a_runtime_that_starts_processes_another_way_fails_the_warm_start_contract(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Warm starts fork what the subprocess runtime starts with `create_subprocess_exec` in
+    a session of its own: a verifiers that stops doing so fails `vfcheck library` loudly."""
+    from vfcheck.library import api
+
+    assert api._subprocess_starts() is None
+    real = api._attr
+
+    async def run_background(self, argv, env, log):  # no session of its own
+        return await asyncio.create_subprocess_exec(*argv, env=env)
+
+    monkeypatch.setattr(api, "_attr", lambda dotted: run_background
+                        if dotted.endswith("SubprocessRuntime.run_background") else real(dotted))
+    assert api._subprocess_starts() == (
+        "SubprocessRuntime.run_background lacks start_new_session=True")

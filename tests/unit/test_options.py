@@ -25,6 +25,7 @@ SAMPLES: dict[str, list[str]] = {
     "seed": ["7"],
     "golden_dir": ["my-golden"],
     "golden_strict": [],
+    "cold_starts": [],
     "wheels": ["wheelhouse"],
     "reward_max": ["2"],
 }

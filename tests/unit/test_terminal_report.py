@@ -73,3 +73,20 @@ def test_the_step_summary_is_markdown_with_env_text_escaped(tmp_path: Path) -> N
     assert append_step_summary([env], {"GITHUB_STEP_SUMMARY": str(target)}) == target
     assert target.read_text().startswith("earlier step\n## vfcheck\n")  # appended
     assert append_step_summary([env], {}) is None
+
+
+def test_each_env_says_how_its_processes_started_and_the_json_keeps_it() -> None:
+    import io
+
+    from rich.console import Console
+
+    from vfcheck.frontends.report import show_reports
+
+    report = report_of([("load", "load", None, "passed")])
+    report.starts = {"warm": 4, "cold": 1, "reasons": {"another program": 1},
+                     "seconds": {"warm": 0.5}, "zygote": "ready"}
+    out = io.StringIO()
+    show_reports(Console(file=out, width=200), [report])
+    assert ("vfc-x starts: 4 warm (forked from a warm interpreter), 1 cold (1 another "
+            "program); tool servers listening after 0.5s warm") in out.getvalue()
+    assert EnvReport.from_dict(report.as_dict()).starts == report.starts

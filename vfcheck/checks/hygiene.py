@@ -6,7 +6,9 @@ plays thousands, and the machine fills up. verifiers stops what it starts itself
 programs, tool servers) when its runtimes and `env.serving()` close; whatever still runs
 below the check worker after that is the env's. A tool server of the env's toolsets that is
 still running (verifiers' SIGTERM did not end it while a tool call was in progress) is named
-as one, so that the message points at the tool rather than at unknown env code.
+as one, so that the message points at the tool rather than at unknown env code. A tool
+server forked warm (`vfcheck.host.warm_starts`) is named by what it was asked to be, which
+`/proc` does not show for it.
 
 The worker makes itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`), so a process
 whose parent exits (`sh -c 'cmd &'`, a double fork) is re-parented to the worker rather
@@ -25,18 +27,14 @@ from typing import Any
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
-from vfcheck.host.processes import (
-    Leftover,
-    is_subreaper,
-    leftovers,
-    stop,
-)
+from vfcheck.host.leftovers import Leftover, leftovers, stop
 from vfcheck.host.processes import (  # what the tests reach through the check's module
     become_subreaper as become_subreaper,
 )
 from vfcheck.host.processes import (
     cmdline as cmdline,
 )
+from vfcheck.host.processes import is_subreaper
 
 CHECK = "hygiene.processes"
 SETTLE = 3.0

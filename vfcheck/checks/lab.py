@@ -257,6 +257,7 @@ async def open_lab(ctx: CheckContext, stack: contextlib.AsyncExitStack) -> Episo
     """The lab of `ctx`'s env: its runner (and, on first use, the short-agent-timeout runner
     of the `preview` hang) entered on `stack`, the scripted model routed per episode."""
     from vfcheck.episodes.runner import EnvRunner
+    from vfcheck.host.warm_starts import WARM
     from vfcheck.model import PolicyRouter, ScriptedModel
 
     router = PolicyRouter(base=ctx.base_policy())
@@ -274,8 +275,9 @@ async def open_lab(ctx: CheckContext, stack: contextlib.AsyncExitStack) -> Episo
 
     roles = {f"{t.role}.timeout.rollout": hang_timeout(t) for t in ctx.tiers}
     fast = all(t.tier == "fast" for t in ctx.tiers)
-    # in-process episodes of tool-less roles are cheap; a tool server is an interpreter each
-    wide = fast and not any(t.tools for t in ctx.tiers)
+    # in-process episodes of tool-less roles are cheap; a tool server is an interpreter each,
+    # unless it is forked warm (a fraction of a second of CPU: `vfcheck.host.warm_starts`)
+    wide = fast and (not any(t.tools for t in ctx.tiers) or WARM.on)
     capacity = ctx.spec.get("capacity") or {}
     at_once = (capacity.get("chat_episodes", FAST_EPISODES_AT_ONCE) if wide
                else capacity.get("interpreter_episodes", EPISODES_AT_ONCE))

@@ -221,38 +221,43 @@ class EnvRunner:
         wheels: str | None = None,
         script_tools: frozenset[str] = frozenset(),
         fast_settings: Mapping[str, Any] | None = None,
+        warm_starts: bool = False,
     ) -> AsyncIterator[EnvRunner]:
         """Load `env_id` (or take the `loaded` env and tiers), route its model calls to
         `model` (a `ScriptedModel`; a default one if None) or to a real `base_url`, and
         hold `env.serving()` open. `start_mock=False` when another runner of the same
         process already intercepts for this model (respx patches process-wide); `wheels`
         is a folder the harness programs resolve their dependencies from; `script_tools` and
-        `fast_settings` go to `load_env`."""
+        `fast_settings` go to `load_env`. `warm_starts`: this process starts a warm
+        interpreter for the processes verifiers starts (`vfcheck.host.warm_starts`;
+        a check worker starts its own)."""
         prepare_process_env(paths, wheels=wheels)
-        import verifiers.v1 as vf
+        async with warm_starts_if(warm_starts):
+            import verifiers.v1 as vf
 
-        env, tiers = loaded if loaded is not None else load_env(
-            env_id, env_args, harness=harness, script_tools=script_tools,
-            real_model=base_url is not None, fast_settings=fast_settings)
-        mock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-        if base_url is None:
-            if model is None:
-                model = ScriptedModel()
-            ctx = vf.ModelContext(
-                model=model_name or DEFAULT_MODEL_ID,
-                client=vf.EvalClientConfig(base_url=DEFAULT_BASE_URL, api_key_var=MOCK_API_KEY_VAR),
-            )
-            if start_mock:
-                mock = model.mock(DEFAULT_BASE_URL)
-        else:
-            model = None
-            ctx = vf.ModelContext(
-                model=model_name or REAL_MODEL_DEFAULT,
-                client=vf.EvalClientConfig(base_url=base_url, api_key_var=api_key_var),
-            )
-        with mock:
-            async with env.serving():
-                yield cls(env_id, env, tiers, model, ctx)
+            env, tiers = loaded if loaded is not None else load_env(
+                env_id, env_args, harness=harness, script_tools=script_tools,
+                real_model=base_url is not None, fast_settings=fast_settings)
+            mock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+            if base_url is None:
+                if model is None:
+                    model = ScriptedModel()
+                ctx = vf.ModelContext(
+                    model=model_name or DEFAULT_MODEL_ID,
+                    client=vf.EvalClientConfig(base_url=DEFAULT_BASE_URL,
+                                               api_key_var=MOCK_API_KEY_VAR),
+                )
+                if start_mock:
+                    mock = model.mock(DEFAULT_BASE_URL)
+            else:
+                model = None
+                ctx = vf.ModelContext(
+                    model=model_name or REAL_MODEL_DEFAULT,
+                    client=vf.EvalClientConfig(base_url=base_url, api_key_var=api_key_var),
+                )
+            with mock:
+                async with env.serving():
+                    yield cls(env_id, env, tiers, model, ctx)
 
     async def play(
         self,
@@ -308,6 +313,25 @@ class EnvRunner:
             result.runner_error = problem
             raise HarnessDependencyError(problem, result)
         return result
+
+
+@contextlib.asynccontextmanager
+async def warm_starts_if(wanted: bool) -> AsyncIterator[None]:
+    """Warm starts in this process while the runner is open, if `wanted` and the kernel
+    lets it adopt the children (`vfcheck.host.warm_starts`); cold starts otherwise."""
+    from vfcheck.host.warm_starts import WARM
+    from vfcheck.host.processes import become_subreaper
+
+    if not wanted:
+        WARM.off("warm starts are off (--cold-starts)")
+        yield
+        return
+    become_subreaper()
+    WARM.start()
+    try:
+        yield
+    finally:
+        WARM.close()
 
 
 def episode_stage(traces: Sequence[Any]) -> str:
@@ -384,6 +408,8 @@ class RunSummary:
     tasks: list[TaskInfo]
     results: list[EpisodeResult]
     output: Path | None = None
+    starts: dict[str, Any] = field(default_factory=dict)
+    """How the processes verifiers asked for started (`WarmStarts.summary`)."""
 
 
 async def run_episodes(
@@ -406,6 +432,7 @@ async def run_episodes(
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[EpisodeResult], Awaitable[None] | None] | None = None,
     on_tasks: Callable[[list[Any]], list[Any] | None] | None = None,
+    warm_starts: bool = False,
 ) -> RunSummary:
     """Play `rollouts` episodes of each of the first `num_tasks` tasks, `concurrency` at
     a time. With `output`, each episode's JSON line is appended (and flushed) as soon as
@@ -414,11 +441,15 @@ async def run_episodes(
     `on_tasks` sees the loaded tasks before any is played (and may raise to stop, or return
     the tasks to play: those a cassette holds). With a
     real `base_url`, the key is read from `$api_key_var` and `model_name` is sent.
-    `script_tools`: the tools the script calls (`role_tiers`)."""
+    `script_tools`: the tools the script calls (`role_tiers`). `warm_starts`: fork the
+    `python -m`/`-c` processes verifiers starts from a warm interpreter
+    (`vfcheck.host.warm_starts`)."""
+    from vfcheck.host.warm_starts import WARM
+
     async with EnvRunner.open(
         env_id, env_args=env_args, harness=harness, model=model, base_url=base_url, paths=paths,
         wheels=wheels, api_key_var=api_key_var, model_name=model_name,
-        script_tools=script_tools,
+        script_tools=script_tools, warm_starts=warm_starts,
     ) as runner:
         tasks = load_tasks(runner.env, num_tasks)
         if on_tasks is not None:
@@ -454,4 +485,5 @@ async def run_episodes(
             if sink is not None:
                 sink.close()
         results.sort(key=lambda r: (r.task.index, r.rollout))
-        return RunSummary(env_id, runner.tiers, [task_info(t) for t in tasks], results, output)
+        return RunSummary(env_id, runner.tiers, [task_info(t) for t in tasks], results, output,
+                          WARM.summary())

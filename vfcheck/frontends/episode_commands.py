@@ -52,6 +52,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from vfcheck.episodes.load_errors import EnvArgError, EnvLoadError
     from vfcheck.episodes.runner import EpisodeResult, run_episodes
     from vfcheck.frontends.run_report import episode_table
+    from vfcheck.host.warm_plan import starts_line
     from vfcheck.isolation.workdirs import owned
     from vfcheck.options import check_env_ids
     from vfcheck.script import ScriptError
@@ -111,7 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 paths=options.paths, output=output,
                 wheels=options.wheels, script_tools=script.tool_names() if script else frozenset(),
                 on_start=started, on_result=finished,
-                on_tasks=follows_script,
+                on_tasks=follows_script, warm_starts=not options.cold_starts,
             ))
     except EnvArgError as e:
         print(f"vfcheck: error: {e}", file=sys.stderr)
@@ -126,6 +127,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(f"role {tier.role!r}: {tier.tier} tier ({tier.harness}: {tier.reason})")
     Console().print(episode_table(summary))
     console.print(f"episodes: {args.output or output}")
+    console.print(starts_line(summary.starts), highlight=False, soft_wrap=True)
     failed = [r.runner_error for r in summary.results if r.runner_error]
     for error in dict.fromkeys(failed):  # one line each, never wrapped
         print(f"vfcheck: {failed.count(error)} episode(s): {error}", file=sys.stderr)

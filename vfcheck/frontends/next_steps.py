@@ -100,6 +100,7 @@ def pytest_sections(reports: Sequence[EnvReport], options: CheckOptions, run: Ru
                     ) -> list[tuple[str, list[str]]]:
     """pytest's terminal summary of vfcheck, as (title, lines) sections."""
     from vfcheck.frontends.probe_table import probe_table
+    from vfcheck.host.warm_plan import starts_line
 
     golden = [line for report in reports if (line := golden_summary(report)) is not None]
     golden += [line for report in reports
@@ -107,7 +108,9 @@ def pytest_sections(reports: Sequence[EnvReport], options: CheckOptions, run: Ru
     why = [line for report in reports for line in explained(report, options.allow_from)]
     probes = [line for report in reports if (table := probe_table(report)) is not None
               for line in table.lines()]
+    starts = [f"{report.id} {starts_line(report.starts)}" for report in reports
+              if report.starts]  # how verifiers' processes started (`vfcheck.host.warm_starts`)
     sections = [("golden traces", golden), ("skipped and expected", why),
-                ("reward probes", probes),
+                ("process starts", starts), ("reward probes", probes),
                 ("next", closing_lines(reports, options, run, pytest=True))]
     return [(title, lines) for title, lines in sections if lines]

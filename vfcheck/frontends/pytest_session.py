@@ -268,7 +268,8 @@ class VfcheckSession:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """The owner's sections: golden traces (as syrupy's snapshot summary), why findings
-        were skipped or expected, reward probes, and what to do next."""
+        were skipped or expected, how verifiers' processes started (warm or cold), reward
+        probes, and what to do next."""
         from vfcheck.frontends.next_steps import pytest_sections
 
         if not self.owner:

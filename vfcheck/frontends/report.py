@@ -186,6 +186,7 @@ def show_reports(console: Any, reports: list[EnvReport], *, verbose: bool = Fals
     and the probe table; the summary line last."""
     from vfcheck.frontends.outcome_grid import counts_text
     from vfcheck.frontends.probe_table import probe_table
+    from vfcheck.host.warm_plan import starts_line
 
     def plain(line: str) -> None:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
@@ -205,6 +206,8 @@ def show_reports(console: Any, reports: list[EnvReport], *, verbose: bool = Fals
             console.print(text, highlight=False, markup=False)
         if (tiers := tier_summary(report)) is not None:
             plain(tiers)
+        if report.starts:  # how verifiers' processes started (`vfcheck.host.warm_starts`)
+            plain(f"{report.id} {starts_line(report.starts)}")
         if (golden := golden_summary(report)) is not None:
             plain(golden)
         if (probes := probe_table(report)) is not None:

@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import sysconfig
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -55,10 +56,18 @@ def guard_children(log: Path) -> None:
     other hosts, logging each to `log`."""
     log.parent.mkdir(parents=True, exist_ok=True)
     log.touch()
-    os.environ[CHILD_LOG_VAR] = str(log)
-    current = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ.update(guarded_environ(os.environ, log))
+
+
+def guarded_environ(environ: Mapping[str, str], log: Path) -> dict[str, str]:
+    """`environ` as `guard_children(log)` leaves it (the warm interpreter starts with it
+    before the guard is on, so that the processes it forks match those started cold)."""
+    env = dict(environ)
+    env[CHILD_LOG_VAR] = str(log)
+    current = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if str(STARTUP_DIR) not in current:
-        os.environ["PYTHONPATH"] = os.pathsep.join([str(STARTUP_DIR), *current])
+        env["PYTHONPATH"] = os.pathsep.join([str(STARTUP_DIR), *current])
+    return env
 
 
 def read_child_attempts(log: Path) -> list[ChildAttempt]:

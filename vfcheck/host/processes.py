@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -175,35 +174,3 @@ def is_subreaper() -> bool:
         return False
     flag = ctypes.c_int(0)
     return bool(prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value)
-
-
-HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
-"""Python's own helper processes (started by libraries the env imports): they exit with
-the worker, so they are not leaks."""
-
-
-@dataclass(frozen=True)
-class Leftover:
-    pid: int
-    cmdline: str
-    tool_server: bool = False
-    """A tool server verifiers started for one of the env's toolsets (`TOOL_SERVER_VARS`)."""
-
-
-def leftovers(root: int) -> list[Leftover]:
-    """Every live process below `root`, Python's own helpers left out."""
-    found = []
-    for pid in descendants(root):
-        line = cmdline(pid)
-        if line is not None and not any(helper in line for helper in HELPERS):
-            found.append(Leftover(pid, line, " -m " in line
-                                  and TOOL_SERVER_VARS <= environment_names(pid)))
-    return found
-
-
-def stop(found: list[Leftover]) -> None:
-    """Kill the leftovers and reap those that are the worker's children."""
-    kill_pids([p.pid for p in found])
-    for p in found:
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(p.pid, 0)

@@ -12,7 +12,9 @@ lags a minute behind a machine that just went idle).
   (~0.07 s of CPU each, mostly waits), up to `CHAT_EPISODES` while the worker has a core to
   itself, fewer as its share of a free core shrinks; episodes that start an interpreter (a
   tool server, a harness program: seconds of CPU each) one per free core of its share, at
-  most `INTERPRETER_EPISODES`, within free memory at `INTERPRETER_MEMORY` each.
+  most `INTERPRETER_EPISODES`, within free memory at `INTERPRETER_MEMORY` each. A tool
+  episode whose tool servers are forked warm (`vfcheck.host.warm_starts`) costs what
+  a chat episode costs, and counts as one (`vfcheck.checks.lab`).
 """
 
 from __future__ import annotations

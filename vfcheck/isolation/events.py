@@ -12,6 +12,8 @@ env's work per worker), and what was written survives an interrupt. Events:
   reported (`vfcheck.host.attempts`), with a `start` of its own
 - `stalled` (the worker's watchdog: env code blocked the loop or ignored a cancellation,
   and where; the supervisor kills the worker on it — see `Stall`)
+- `starts`: how many processes the worker started warm and cold, and why cold
+  (`vfcheck.host.warm_starts`)
 - `done` (the worker finished), `final` (the supervisor finished: nothing more will come)
 """
 
@@ -85,6 +87,21 @@ def append_event(path: Path, event: dict[str, Any]) -> None:
         os.close(fd)
 
 
+def merged_starts(seen: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
+    """Two `starts` summaries as one (a restarted worker reports its own): counts and
+    seconds add up, the latest says what the warm interpreter was."""
+    reasons = dict(seen.get("reasons") or {})
+    for why, n in (event.get("reasons") or {}).items():
+        reasons[why] = reasons.get(why, 0) + int(n)
+    seconds = dict(seen.get("seconds") or {})
+    for kind, s in (event.get("seconds") or {}).items():
+        seconds[kind] = round(seconds.get(kind, 0.0) + float(s), 3)
+    return {"warm": int(seen.get("warm") or 0) + int(event.get("warm") or 0),
+            "cold": int(seen.get("cold") or 0) + int(event.get("cold") or 0),
+            "reasons": reasons, "seconds": seconds,
+            "zygote": str(event.get("zygote") or seen.get("zygote") or "")}
+
+
 @dataclass
 class EventLog:
     """What is known so far of one run, read incrementally from its file."""
@@ -108,6 +125,8 @@ class EventLog:
     a hook) did: the units in flight then died with it."""
     final: bool = False
     worker_starts: int = 0
+    starts: dict[str, Any] = field(default_factory=dict)
+    """How the worker's processes started, warm or cold (`starts` events, summed)."""
     """How many worker processes this run started (restarts after a stall add one each)."""
     last_event: float = field(default_factory=time.monotonic)
     _reading: threading.Lock = field(default_factory=threading.Lock, repr=False,
@@ -160,6 +179,8 @@ class EventLog:
             self.started.pop(unit, None)
         elif kind == "stalled":
             self.stall = Stall.from_event(event)
+        elif kind == "starts":  # how its processes started (`vfcheck.host.warm_starts`)
+            self.starts = merged_starts(self.starts, event)
         elif kind == "done":
             self.done = True
         elif kind == "crash":

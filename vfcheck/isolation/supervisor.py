@@ -333,6 +333,7 @@ class EnvCheck:
             tiers=list(plan.get("tiers", [])),
             findings=findings,
             worker_starts=self.log.worker_starts,
+            starts=dict(self.log.starts),
         )
 
 

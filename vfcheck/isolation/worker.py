@@ -48,13 +48,15 @@ from vfcheck.host.attempts import (
     confirmed,
     needs_confirming,
 )
-from vfcheck.host.child_sockets import child_log_of, guard_children
+from vfcheck.host.child_sockets import child_log_of, guard_children, guarded_environ
 from vfcheck.host.crash_site import CRASH_SITES
 from vfcheck.host.env_code import aborted_by
 from vfcheck.host.floor import FLOOR
+from vfcheck.host.leftovers import leftovers, stop
 from vfcheck.host.offline_sockets import OFFLINE_SOCKETS, no_network
-from vfcheck.host.processes import become_subreaper, leftovers, stop
+from vfcheck.host.processes import become_subreaper
 from vfcheck.host.queue_clock import QUEUE_CLOCK
+from vfcheck.host.warm_starts import WARM
 from vfcheck.isolation.events import Stall, Unit, append_event
 from vfcheck.isolation.watchdog import CURRENT_UNIT, Watchdog, env_modules
 from vfcheck.options import CheckOptions
@@ -164,8 +166,17 @@ class Worker:
                     await self.run_units(self.units("run"))
             finally:
                 queueing.cancel()
+        self.end_warm_starts()  # before `hygiene.processes` looks below the worker
         for unit in [] if plan_only else self.units("after"):  # verifiers closed its runners
             await self.run_unit(REGISTRY[unit[0]], None)
+
+    def end_warm_starts(self) -> None:
+        """Stop the warm interpreter and say how this worker's processes started (a
+        `starts` event: `vfcheck.host.warm_starts`)."""
+        WARM.close()
+        if WARM.counts:
+            self.emit("starts", **WARM.summary())
+        WARM.reset()
 
     async def run_unit(self, spec: CheckSpec, task: Any, *,
                        alone: bool = False) -> Finding | None:
@@ -357,9 +368,16 @@ async def main_async(spec: dict[str, Any]) -> None:
     worker.watchdog.install()
     prepare_process_env(worker.ctx.options.paths, wheels=worker.ctx.options.wheels)
     become_subreaper()  # orphans of env code stay below the worker, in view
+    if not worker.ctx.options.cold_starts and not spec.get("plan_only"):
+        # the warm interpreter imports verifiers meanwhile; with the environment the tool
+        # servers will get once `guard_children` ran
+        WARM.start(guarded_environ(os.environ, child_log_of(worker.events)))
+    else:
+        WARM.off("warm starts are off (--cold-starts)")
     try:
         await worker.run()
     finally:
+        worker.end_warm_starts()
         worker.watchdog.close()
         stop(leftovers(os.getpid()))  # never leave env processes behind
         worker.emit("done")

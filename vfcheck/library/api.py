@@ -89,6 +89,25 @@ def _cancel_request() -> str | None:
     return None if "request_id" in fields else "CancelRequest has no request_id field"
 
 
+def _subprocess_starts() -> str | None:
+    """What warm starts rely on (`vfcheck.host.warm_starts`): the subprocess runtime
+    starts its processes through `asyncio.create_subprocess_exec` in sessions of their own,
+    and a tool server is `[sys.executable, "-m", module]` reporting its port in a file."""
+    runtime = "verifiers.v1.runtimes.subprocess:SubprocessRuntime"
+    for method in ("run", "open_process", "run_background"):
+        text = inspect.getsource(_attr(f"{runtime}.{method}"))  # type: ignore[arg-type]
+        for needed in ("asyncio.create_subprocess_exec(", "start_new_session=True"):
+            if needed not in text:
+                return f"SubprocessRuntime.{method} does not call {needed.rstrip('(')}" \
+                    if needed.endswith("(") else f"SubprocessRuntime.{method} lacks {needed}"
+    launch = inspect.getsource(_attr("verifiers.v1.mcp.launch:serve_in_runtime"))  # type: ignore[arg-type]
+    for needed in ('python = sys.executable', '[python, "-m", type(server).__module__]',
+                   '"MCP_PORT_FILE"', '[python, "-c", _PROBE'):
+        if needed not in launch:
+            return f"serve_in_runtime no longer has `{needed}`"
+    return None
+
+
 @dataclass(frozen=True)
 class Hook:
     check: str
@@ -146,6 +165,12 @@ HOOKS: tuple[Hook, ...] = (
          lambda: _coroutine(f"{SERVE}.client:EnvClient._request", "request", "response_type",
                             "timeout") or _cancel_request(),
          "served.cancel sends the CancelRequest and waits for the server's answer"),
+    Hook("api.runtime.subprocess_starts",
+         "the subprocess runtime's asyncio.create_subprocess_exec(start_new_session=True) "
+         "and serve_in_runtime's `python -m module` tool servers with a port file",
+         _subprocess_starts,
+         "warm starts fork exactly these processes; started any other way they would "
+         "silently start cold again"),
 )
 LIFECYCLE_NEEDS = ("api.Env.run_slot", "api.Trace.watch", "api.Trace.notify")
 SERVED_NEEDS = ("api.serve.EnvServer", "api.serve.EnvClient.run", "api.serve.EnvClient._request",

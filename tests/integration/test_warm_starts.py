@@ -1,0 +1,174 @@
+"""Warm starts (`vfcheck.host.warm_starts`): a forked child is an ordinary process to
+whoever started it, and episodes played warm and cold give the same normalised traces."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from vfcheck.host.processes import become_subreaper
+
+from vfcheck.host.warm_starts import WARM
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="warm starts adopt children as a Linux subreaper")
+PIPE = asyncio.subprocess.PIPE
+
+
+@pytest.fixture
+def warm(tmp_path: Path):
+    """This process with a zygote (and a guard log for its children's connections)."""
+    from vfcheck.host.child_sockets import guarded_environ
+
+    assert become_subreaper()
+    log = tmp_path / "child-sockets.jsonl"
+    log.touch()
+    env = guarded_environ(os.environ, log)
+    WARM.start(env)
+    yield env, log
+    WARM.close()
+    WARM.reset()
+
+
+async def start(env: dict[str, str], *argv: str, **kwargs):
+    return await asyncio.create_subprocess_exec(sys.executable, *argv, env=env,
+                                                start_new_session=True, **kwargs)
+
+
+async def test_a_warm_child_is_what_a_cold_one_would_be(warm, tmp_path: Path) -> None:
+    env, _ = warm
+    code = ("import os, sys, json; print(json.dumps([os.getpid(), os.getpgid(0), os.getsid(0),"
+            " os.getppid(), os.getcwd(), os.environ.get('ASKED'), sys.argv, sys.path[0],"
+            " sys.stdin.read()])); print('to stderr', file=sys.stderr); sys.exit(3)")
+    proc = await start({**env, "ASKED": "yes"}, "-c", code, "arg", cwd=tmp_path,
+                       stdin=PIPE, stdout=PIPE, stderr=PIPE)
+    out, err = await proc.communicate(b"from stdin")
+    pid, pgid, sid, ppid, cwd, asked, argv, path0, stdin = json.loads(out)
+    assert (pid, pgid, sid) == (proc.pid, proc.pid, proc.pid)  # its own session and group
+    assert ppid == os.getpid()  # adopted: this process waits for it
+    assert (cwd, asked, argv, path0, stdin) == (str(tmp_path), "yes", ["-c", "arg"], "",
+                                                "from stdin")
+    assert err == b"to stderr\n"
+    assert proc.returncode == 3
+    assert WARM.counts["warm"] == 1 and WARM.counts["cold"] == 0
+
+
+async def test_a_module_runs_as_main_and_an_uncaught_error_exits_1(warm, tmp_path: Path) -> None:
+    env, _ = warm
+    (tmp_path / "mod_main.py").write_text(
+        "import sys\nprint(__name__, __spec__.name, sys.argv[1:])\nraise ValueError('boom')\n")
+    proc = await start(env, "-m", "mod_main", "x", cwd=tmp_path, stdout=PIPE, stderr=PIPE)
+    out, err = await proc.communicate()
+    assert out == b"__main__ mod_main ['x']\n"
+    assert proc.returncode == 1
+    assert err.decode().startswith("Traceback (most recent call last):\n  File \"<frozen runpy>\"")
+    assert "zygote" not in err.decode() and err.decode().endswith("ValueError: boom\n")
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+async def test_signalling_its_group_stops_it_and_what_it_started(warm, how) -> None:
+    env, _ = warm
+    proc = await start(env, "-c", "import subprocess, time; subprocess.Popen(['sleep', '60']);"
+                       " print('up', flush=True); time.sleep(60)", stdout=PIPE)
+    assert proc.stdout is not None
+    assert await asyncio.wait_for(proc.stdout.readline(), 60) == b"up\n"
+    below = [p.pid for p in psutil.Process(proc.pid).children()]
+    os.killpg(os.getpgid(proc.pid), how)
+    assert await asyncio.wait_for(proc.wait(), 10) == -how
+    await asyncio.sleep(0.2)
+    assert not [pid for pid in below if psutil.pid_exists(pid)
+                and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+
+
+async def test_hygiene_names_a_leftover_warm_tool_server(warm) -> None:
+    from vfcheck.checks.hygiene import leftovers, stop
+
+    env, _ = warm
+    server = {**env, "VF_CONFIG": "{}", "VF_STATE_URL": ""}
+    proc = await start(server, "-c", "import time; time.sleep(60)")
+    await asyncio.sleep(0.2)
+    (found,) = [p for p in leftovers(os.getpid()) if p.pid == proc.pid]
+    assert found.tool_server is False  # `-c`, not a toolset's `-m` module
+    assert found.cmdline.startswith(f"{sys.executable} -c import time")
+    stop([found])
+    proc2 = await start(server, "-m", "http.server", "0", stdout=PIPE, stderr=PIPE)
+    await asyncio.sleep(0.2)
+    (found,) = [p for p in leftovers(os.getpid()) if p.pid == proc2.pid]
+    assert found.tool_server and found.cmdline == f"{sys.executable} -m http.server 0"
+    stop([found])
+
+
+async def test_the_socket_guard_names_a_warm_childs_connection(warm) -> None:
+    env, log = warm
+    server = {**env, "VF_CONFIG": "{}", "VF_STATE_URL": ""}
+    (Path(log).parent / "net_tool.py").write_text(
+        "import socket\ntry:\n    socket.create_connection(('example.org', 443), timeout=2)\n"
+        "except OSError as e:\n    print(type(e).__name__)\n")
+    proc = await start(server, "-m", "net_tool", cwd=Path(log).parent, stdout=PIPE)
+    out, _ = await proc.communicate()
+    assert out.strip(), "the connection was refused with an OSError"
+    (entry,) = [json.loads(line) for line in Path(log).read_text().splitlines()]
+    assert (entry["host"], entry["port"], entry["pid"]) == ("example.org", 443, proc.pid)
+    assert entry["process"] == "the tool server python -m net_tool"
+    assert entry["code"].startswith("<module> at net_tool.py:")
+
+
+async def test_a_dead_zygote_means_cold_starts(warm) -> None:
+    env, _ = warm
+    assert WARM.zygote is not None
+    await asyncio.to_thread(WARM.zygote.ready.wait, 300)
+    WARM.zygote.proc.kill()
+    WARM.zygote.proc.wait()
+    proc = await start(env, "-c", "print('cold')", stdout=PIPE)
+    out, _ = await proc.communicate()
+    assert out == b"cold\n" and proc.returncode == 0
+    assert WARM.counts["cold"] == 1 and WARM.counts["warm"] == 0
+    assert "the warm interpreter is not usable" in WARM.why_cold
+
+
+async def test_other_programs_start_cold(warm) -> None:
+    proc = await asyncio.create_subprocess_exec("echo", "hi", stdout=PIPE,
+                                                start_new_session=True)
+    assert (await proc.communicate())[0] == b"hi\n"
+    assert WARM.counts == {"cold": 1} and WARM.reasons == {"not a python -m/-c command": 1}
+
+
+def views(summary) -> list[tuple]:
+    from vfcheck.checks.lab import normalized_views
+
+    return [(r.task.index, r.rollout, r.reward, r.runner_error, r.errors(),
+             normalized_views(r)) for r in summary.results]
+
+
+PARITY = [
+    ("echo-tool-v1", "verifiers", None, None),
+    ("counter-tool-v1", "verifiers", None, None),
+    ("vfc-tool", "ours", None, None),  # one toolset, two tools
+    ("vfc-two-toolsets", "ours", None, None),  # two toolsets: two servers per rollout
+    ("vfc-broken-tool-net", "ours", None, None),
+    ("vfc-broken-tool-block", "ours", None, 20.0),  # task 2's episode hangs to the deadline
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("env_id", "where", "num_tasks", "timeout"), PARITY,
+                         ids=[p[0] for p in PARITY])
+async def test_warm_and_cold_episodes_give_the_same_traces(
+        env_id, where, num_tasks, timeout, fixtures_dir: Path, verifiers_fixtures: Path) -> None:
+    from vfcheck.episodes.runner import run_episodes
+
+    path = str(verifiers_fixtures if where == "verifiers" else fixtures_dir)
+    played = {}
+    for warm in (True, False):
+        summary = await run_episodes(env_id, num_tasks=num_tasks, paths=[path],
+                                     timeout=timeout, warm_starts=warm)
+        played[warm] = summary
+    assert played[True].starts["warm"] > 0, played[True].starts
+    assert played[False].starts["warm"] == 0, played[False].starts
+    assert views(played[True]) == views(played[False])
