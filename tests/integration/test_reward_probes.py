@@ -54,9 +54,10 @@ def gameable_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
 
 @pytest.fixture(scope="module")
 def toolspam_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
-    """A tool env: its episodes play on the env tier (seconds each), so exploits only."""
-    return run_plugin(tmp_path_factory.mktemp("toolspam"), FIXTURES, ["vfc-reward-toolspam"],
-                      "--vf-checks=exploit")
+    """Tool envs: their episodes start tool servers (seconds each), so exploits only; with
+    the clean vfc-counter, whose only tool takes no arguments."""
+    return run_plugin(tmp_path_factory.mktemp("toolspam"), FIXTURES,
+                      ["vfc-reward-toolspam", "vfc-counter"], "--vf-checks=exploit")
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +107,23 @@ def test_well_behaved_fixtures_stay_clean(env_id: str, probe_run: PluginRun) -> 
     else:
         skipped = [f for f in env["findings"] if f["check"] == "judge.wiring"]
         assert skipped and all("made no judge call" in f["message"] for f in skipped)
+
+
+@pytest.mark.slow
+def test_a_tool_without_arguments_is_the_work_not_spam(toolspam_run: PluginRun) -> None:
+    """vfc-counter (verifiers' counter_tool_v1's shape): calling `bump()` three times is the
+    task. Tool spam calls only tools that take arguments, so it is skipped, saying why,
+    while vfc-reward-toolspam in the same run still fails it."""
+    env = toolspam_run.envs["vfc-counter"]
+    bad = [(f["check"], f["message"]) for f in env["findings"]
+           if f["outcome"] not in {"passed", "skipped"}]
+    assert bad == []
+    (spam,) = [f for f in env["findings"] if f["check"] == "exploit.tool-spam"]
+    assert spam["outcome"] == "skipped"
+    assert "takes no arguments (counter_bump)" in spam["message"]
+    assert "tool-spam" not in env["reward_probes"]
+    assert ("exploit.tool-spam", 0) in units_with(toolspam_run.envs["vfc-reward-toolspam"],
+                                                  {"failed"})
 
 
 @pytest.mark.slow

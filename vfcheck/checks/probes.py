@@ -205,7 +205,7 @@ class ProbeLab:
         return await self._play(task, probe)
 
     async def _play(self, task: Any, probe: Probe) -> ProbeResult:
-        from vfcheck.model import HARNESS_BUILTIN_TOOLS, first_of, judge_policy
+        from vfcheck.model import HARNESS_BUILTIN_TOOLS, first_of, judge_policy, takes_arguments
         from vfcheck.model.judges import label_source
 
         model = self.lab.runner.model
@@ -218,7 +218,8 @@ class ProbeLab:
                 if (r.request.session_id in trace_ids)
                 or (r.request.episode is not None and trace_ids & set(r.request.episode.trace_ids))]
         agent = [r for r in mine if r.request.kind == "agent"]
-        offered = list(agent[0].request.tool_parameters) if agent else []
+        offered = dict(agent[0].request.tool_parameters) if agent else {}
+        env_tools = [n for n in offered if n not in HARNESS_BUILTIN_TOOLS]
         judges: dict[str, str] = {}
         for call in (r for r in mine if r.request.kind == "judge"):
             if call.reply.labels is not None:
@@ -242,7 +243,8 @@ class ProbeLab:
             judge=probe.judge, reward=reward,
             rewards=rewards, errors=result.errors(), seats=tuple(t.reward for t in scored),
             judge_calls=sum(1 for r in mine if r.request.kind == "judge"),
-            turns=len(agent), env_tools=[n for n in offered if n not in HARNESS_BUILTIN_TOOLS],
+            turns=len(agent), env_tools=env_tools,
+            argless_tools=[n for n in env_tools if not takes_arguments(offered[n])],
             runner_error=result.runner_error, unfinished=result.unfinished, weights=weights,
             judges=judges,
             format=probe.format)
