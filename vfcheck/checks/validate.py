@@ -19,6 +19,7 @@ from typing import Any
 
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
+from vfcheck.episodes.error_text import one_line
 from vfcheck.findings import Finding, TaskId
 from vfcheck.isolation.attempts import deadline_hit
 
@@ -153,15 +154,6 @@ def unjudged(env_id: str, tid: TaskId, mode: str, row: dict[str, Any],
         f"resources did not come up (env.serving(), which runs its start() hook and shared "
         f"tool servers before any task is set up: {one_line(serving_error)}), and without "
         f"them {what}", {"validate_row": row, "serving_error": one_line(serving_error, 2000)})
-
-
-def one_line(error: BaseException, limit: int = 400) -> str:
-    """`Type: message` on one line: a multi-line message keeps its first and last lines
-    (uv's `error: ...` and its deepest `cause: ...`)."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    text = " ... ".join(dict.fromkeys([lines[0], lines[-1]])) if lines else ""
-    text = f"{type(error).__name__}: {text}" if text else type(error).__name__
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 async def name_scoring_hooks(task: Any, row: dict[str, Any]) -> list[str]:

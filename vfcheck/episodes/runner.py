@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vfcheck.episodes.error_text import condense
 from vfcheck.episodes.harness_deps import HarnessDependencyError, dependency_problem
 from vfcheck.episodes.load_errors import (
     EnvArgError,
@@ -90,12 +91,13 @@ class EpisodeResult:
         return float(traces[0].reward) if traces else None
 
     def errors(self) -> list[str]:
-        """Every error recorded anywhere on the episode, as `Type: message` lines."""
+        """Every error recorded anywhere on the episode, as `Type: message` lines (a
+        traceback in a message condensed to its exception line; the traces keep it whole)."""
         found = [f"runner: {self.runner_error}"] if self.runner_error else []
         if self.episode is not None:
-            found += [f"{e.type}: {e.message}" for e in self.episode.errors]
+            found += [f"{e.type}: {condense(e.message)}" for e in self.episode.errors]
         for trace in self.traces:
-            found += [f"{e.type}: {e.message}" for e in trace.errors]
+            found += [f"{e.type}: {condense(e.message)}" for e in trace.errors]
         return found
 
     def record(self, env_id: str) -> dict[str, Any]:
