@@ -127,6 +127,23 @@ def test_a_tool_without_arguments_is_the_work_not_spam(toolspam_run: PluginRun) 
 
 
 @pytest.mark.slow
+def test_a_reward_that_reads_the_runtime_is_not_called_dead(tmp_path: Path) -> None:
+    """vfc-file-answer (verifiers' echo_agentic_v1's shape): its reward reads the file the
+    work wrote, never the trace, so its reference answer played as the reply earns 0 in
+    every format. That is no evidence of a dead reward: reachable and sensitive skip,
+    saying why; vfc-reward-zero in the same run still fails both."""
+    run = run_plugin(tmp_path, FIXTURES, ["vfc-file-answer", "vfc-reward-zero"],
+                     "--vf-checks=reward", "--vf-sample=2")
+    env = run.envs["vfc-file-answer"]
+    assert units_with(env, {"failed", "error"}) == set()
+    reach = [f for f in env["findings"] if f["check"] == "reward.reachable"]
+    assert reach and all(f["outcome"] == "skipped" for f in reach)
+    assert all("its rewards wrote_phrase never read the trace" in f["message"] for f in reach)
+    assert units_with(run.envs["vfc-reward-zero"], {"failed"}) == {
+        (c, i) for c in ("reward.reachable", "reward.sensitive") for i in range(2)}
+
+
+@pytest.mark.slow
 def test_messages_name_the_policy_the_reply_and_the_rewards(probe_run: PluginRun) -> None:
     leak = next(f for f in probe_run.envs["vfc-reward-leak"]["findings"]
                 if f["check"] == "exploit.echo-prompt" and f["task"]["index"] == 0)
