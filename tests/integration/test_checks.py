@@ -225,6 +225,29 @@ def test_a_hanging_or_blocking_setup_is_bounded(tmp_path: Path, env_id: str) -> 
 
 
 @pytest.mark.slow
+def test_a_setup_that_needs_the_envs_serving_is_not_failed_when_serving_could_not_start(
+        tmp_path: Path) -> None:
+    """vfc-managed-server (nemo-gym-weather's shape): its tasks' setup needs the server the
+    env's `start()` brings up, which it cannot offline. No setup, gold or noop is `failed`:
+    each is an `error` naming the env's serving. vfc-broken-setup, in the same run, still
+    fails setup[1] (and only it)."""
+    run = run_plugin(tmp_path, FIXTURES, ["vfc-managed-server", "vfc-broken-setup"],
+                     "--vf-checks", "setup,gold,noop")
+    managed = run.envs["vfc-managed-server"]
+    assert units_with(managed, {"failed"}) == set()
+    errors = [f for f in managed["findings"] if f["outcome"] == "error"]
+    assert {(f["check"], f["task"]["index"]) for f in errors} >= {("setup", i) for i in range(3)}
+    for finding in errors:
+        message = finding["message"]
+        assert "could not be judged — the env's serving resources did not come up" in message
+        assert "example.com" in message  # start()'s own failure, on one line
+        assert "set server_url or use the managed server env" in message
+        assert "\n" not in message
+    assert units_with(run.envs["vfc-broken-setup"], {"failed", "error"}) == {("setup", 1)}
+    assert run.ret == 1
+
+
+@pytest.mark.slow
 def test_lf_reruns_only_the_failed_item_and_x_stops_at_it(pytester: pytest.Pytester) -> None:
     args = ["--vf-env", "vfc-broken-gold", f"--vf-path={FIXTURES}", "--vf-checks", "gold"]
     first = pytester.runpytest_subprocess(*args, "-x", timeout=600)

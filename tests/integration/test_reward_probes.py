@@ -54,9 +54,10 @@ def gameable_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
 
 @pytest.fixture(scope="module")
 def toolspam_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
-    """A tool env: its episodes play on the env tier (seconds each), so exploits only."""
-    return run_plugin(tmp_path_factory.mktemp("toolspam"), FIXTURES, ["vfc-reward-toolspam"],
-                      "--vf-checks=exploit")
+    """Tool envs: their episodes start tool servers (seconds each), so exploits only; with
+    the clean vfc-counter, whose only tool takes no arguments."""
+    return run_plugin(tmp_path_factory.mktemp("toolspam"), FIXTURES,
+                      ["vfc-reward-toolspam", "vfc-counter"], "--vf-checks=exploit")
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +107,40 @@ def test_well_behaved_fixtures_stay_clean(env_id: str, probe_run: PluginRun) -> 
     else:
         skipped = [f for f in env["findings"] if f["check"] == "judge.wiring"]
         assert skipped and all("made no judge call" in f["message"] for f in skipped)
+
+
+@pytest.mark.slow
+def test_a_tool_without_arguments_is_the_work_not_spam(toolspam_run: PluginRun) -> None:
+    """vfc-counter (verifiers' counter_tool_v1's shape): calling `bump()` three times is the
+    task. Tool spam calls only tools that take arguments, so it is skipped, saying why,
+    while vfc-reward-toolspam in the same run still fails it."""
+    env = toolspam_run.envs["vfc-counter"]
+    bad = [(f["check"], f["message"]) for f in env["findings"]
+           if f["outcome"] not in {"passed", "skipped"}]
+    assert bad == []
+    (spam,) = [f for f in env["findings"] if f["check"] == "exploit.tool-spam"]
+    assert spam["outcome"] == "skipped"
+    assert "takes no arguments (counter_bump)" in spam["message"]
+    assert "tool-spam" not in env["reward_probes"]
+    assert ("exploit.tool-spam", 0) in units_with(toolspam_run.envs["vfc-reward-toolspam"],
+                                                  {"failed"})
+
+
+@pytest.mark.slow
+def test_a_reward_that_reads_the_runtime_is_not_called_dead(tmp_path: Path) -> None:
+    """vfc-file-answer (verifiers' echo_agentic_v1's shape): its reward reads the file the
+    work wrote, never the trace, so its reference answer played as the reply earns 0 in
+    every format. That is no evidence of a dead reward: reachable and sensitive skip,
+    saying why; vfc-reward-zero in the same run still fails both."""
+    run = run_plugin(tmp_path, FIXTURES, ["vfc-file-answer", "vfc-reward-zero"],
+                     "--vf-checks=reward", "--vf-sample=2")
+    env = run.envs["vfc-file-answer"]
+    assert units_with(env, {"failed", "error"}) == set()
+    reach = [f for f in env["findings"] if f["check"] == "reward.reachable"]
+    assert reach and all(f["outcome"] == "skipped" for f in reach)
+    assert all("its rewards wrote_phrase never read the trace" in f["message"] for f in reach)
+    assert units_with(run.envs["vfc-reward-zero"], {"failed"}) == {
+        (c, i) for c in ("reward.reachable", "reward.sensitive") for i in range(2)}
 
 
 @pytest.mark.slow

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from vfcheck.host.processes import become_subreaper
 
+from vfcheck.host.processes import become_subreaper
 from vfcheck.host.warm_starts import WARM
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),

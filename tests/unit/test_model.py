@@ -32,6 +32,7 @@ from vfcheck.model import (
     generate_arguments,
     per_task,
     sequence,
+    takes_arguments,
     tool_policy,
 )
 
@@ -533,6 +534,15 @@ def test_generated_arguments_follow_the_schema_and_are_deterministic() -> None:
     }
     assert len(variants) > 1
     assert generate_arguments({}, seed=0) == {}
+
+
+def test_takes_arguments_reads_properties_through_refs_and_unions() -> None:
+    assert not takes_arguments({})
+    assert not takes_arguments({"type": "object", "properties": {}})  # verifiers' `bump()`
+    assert takes_arguments({"type": "object", "properties": {"a": {"type": "integer"}}})
+    assert takes_arguments({"$ref": "#/$defs/A",
+                            "$defs": {"A": {"properties": {"x": {"type": "string"}}}}})
+    assert takes_arguments({"anyOf": [{}, {"properties": {"x": {}}}]})
 
 
 def test_tool_policy_calls_each_env_tool_once_from_history() -> None:

@@ -23,14 +23,14 @@ Plays = dict[str, "ProbeResult | Callable[[Probe], ProbeResult]"]
 
 
 def result(reward: float | None, *, error: str = "", turns: int = 1, judge_calls: int = 0,
-           weights: dict[str, float] | None = None, tools: list[str] | None = None
-           ) -> ProbeResult:
+           weights: dict[str, float] | None = None, tools: list[str] | None = None,
+           argless: list[str] | None = None) -> ProbeResult:
     weights = weights or {"score": 1.0}
     rewards = {name: (None if reward is None else reward / sum(weights.values()))
                for name in weights}
     return ProbeResult("p", "r", "negative", reward, rewards, [error] if error else [],
                        () if reward is None else (reward,), judge_calls, turns,
-                       tools or [], weights=weights)
+                       tools or [], weights=weights, argless_tools=argless or [])
 
 
 def task(index: int, answer: str | None = "7", system: str = "") -> Any:
@@ -64,7 +64,7 @@ def run(check: str, plays: Plays, tasks: list[Any] | None = None, index: int = 0
         return ProbeResult(probe.name, probe.reply, probe.judge, found.reward, found.rewards,
                            found.errors, found.seats, found.judge_calls, found.turns,
                            found.env_tools, found.runner_error, found.weights, found.judges,
-                           probe.format)
+                           probe.format, argless_tools=found.argless_tools)
 
     async def the_lab(_: Any) -> ProbeLab:
         return lab
@@ -140,6 +140,20 @@ def test_tool_spam_says_why_when_no_request_was_made() -> None:
     assert "offers no env tools" not in finding.message
     quiet, _ = run("exploit.tool-spam", {})
     assert quiet.outcome == "skipped" and "the task offers no env tools" in quiet.message
+
+
+def test_tool_spam_calls_only_tools_that_take_arguments() -> None:
+    """counter-tool-v1's `bump()` takes no arguments: calling it three times is the task,
+    not spam; a tool with arguments beside it is still spammed."""
+    counter = result(0.0, tools=["counter_bump"], argless=["counter_bump"])
+    finding, played = run("exploit.tool-spam", {}, [task(0, answer=None)], default=counter)
+    assert finding.outcome == "skipped" and "tool-spam" not in played
+    assert "takes no arguments (counter_bump)" in finding.message
+    mixed = result(0.0, tools=["counter_bump", "calc_add"], argless=["counter_bump"])
+    spam, played = run("exploit.tool-spam", {"tool-spam": result(1.0)}, [task(0, answer=None)],
+                       default=mixed)
+    assert spam.outcome == "failed" and "tool-spam" in played
+    assert "calls calc_add 3x each" in spam.details["results"][0]["reply"]
 
 
 def test_the_rewards_maximum_comes_from_its_weights_unless_given() -> None:

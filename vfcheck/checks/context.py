@@ -199,6 +199,11 @@ class CheckContext:
         value = self._shared.get(key)
         return None if isinstance(value, Exception) else value
 
+    def failed(self, key: str) -> Exception | None:
+        """Why the `key` resource could not be opened, if its opener raised (else None)."""
+        value = self._shared.get(key)
+        return value if isinstance(value, Exception) else None
+
     def forget(self, index: int | None) -> None:
         """Forget what the run played and started for task `index` (None: the env), so
         that a check run again (`vfcheck.host.attempts`) does its work anew: each

@@ -51,6 +51,8 @@ class ProbeResult:
     """The answer format the reply was written in (`in <answer> tags`), where it carries one."""
     unfinished: bool = False
     """The runner's deadline ended the episode (`EpisodeResult.unfinished`)."""
+    argless_tools: list[str] = field(default_factory=list)
+    """Those of `env_tools` that take no arguments (calling one is the work, not a guess)."""
 
     def describe(self) -> str:
         """`reward 1 (echoed=1)`, or what kept it from being scored."""

@@ -139,7 +139,7 @@ class ProbeLab:
         reference = self.reference(task)
         if reference is None or result is None:
             return False
-        one_turn = result.turns <= 1 and not result.env_tools
+        one_turn = result.turns <= 1 and not result.env_tools and not reply_blind(task)
         return reference.scripted or one_turn or bool(result.reward and result.reward > 0)
 
     def oracle_gap(self, task: Any, result: ProbeResult | None) -> str:
@@ -150,11 +150,17 @@ class ProbeLab:
                     f"{'/'.join(ORACLE_FIELDS)}, no plugged reference judge, and the script "
                     "gives no `oracle` for it")
         assert result is not None
+        blind = reply_blind(task)
         shape = (f"offers env tools ({', '.join(result.env_tools)})" if result.env_tools
+                 else f"scores what the work left in its runtime, not the reply (its rewards "
+                      f"{', '.join(blind)} never read the trace)" if blind
                  else f"plays {result.turns} model turns")
+        advice = ("only the work can reach it (a script that does it, on the env's own "
+                  "harness: --harness env)" if blind and not result.env_tools else
+                  "give the task an `oracle` in the script (--script)")
         return (f"the task {shape}, and its reference answer ({reference.source}) as the "
                 f"reply earned {num(result.reward)}, so it is no reference answer: the task "
-                "may need the work itself; give the task an `oracle` in the script (--script)")
+                f"may need the work itself; {advice}")
 
     def ceiling(self, results: list[ProbeResult]) -> tuple[float, str]:
         """The reward's maximum and where it comes from: `--reward-max`; else the sum of the
@@ -206,7 +212,7 @@ class ProbeLab:
         return await self._play(task, probe)
 
     async def _play(self, task: Any, probe: Probe) -> ProbeResult:
-        from vfcheck.model import HARNESS_BUILTIN_TOOLS, first_of, judge_policy
+        from vfcheck.model import HARNESS_BUILTIN_TOOLS, first_of, judge_policy, takes_arguments
         from vfcheck.model.judges import label_source
 
         model = self.lab.runner.model
@@ -219,7 +225,8 @@ class ProbeLab:
                 if (r.request.session_id in trace_ids)
                 or (r.request.episode is not None and trace_ids & set(r.request.episode.trace_ids))]
         agent = [r for r in mine if r.request.kind == "agent"]
-        offered = list(agent[0].request.tool_parameters) if agent else []
+        offered = dict(agent[0].request.tool_parameters) if agent else {}
+        env_tools = [n for n in offered if n not in HARNESS_BUILTIN_TOOLS]
         judges: dict[str, str] = {}
         for call in (r for r in mine if r.request.kind == "judge"):
             if call.reply.labels is not None:
@@ -244,7 +251,8 @@ class ProbeLab:
             rewards=rewards, errors=result.errors(located_error),
             seats=tuple(t.reward for t in scored),
             judge_calls=sum(1 for r in mine if r.request.kind == "judge"),
-            turns=len(agent), env_tools=[n for n in offered if n not in HARNESS_BUILTIN_TOOLS],
+            turns=len(agent), env_tools=env_tools,
+            argless_tools=[n for n in env_tools if not takes_arguments(offered[n])],
             runner_error=result.runner_error, unfinished=result.unfinished, weights=weights,
             judges=judges,
             format=probe.format)
@@ -324,3 +332,21 @@ def _done(result: ProbeResult) -> asyncio.Future[ProbeResult]:
     return future
 
 
+def reply_blind(task: Any) -> list[str]:
+    """The task's rewards, when none of them reads the trace: each takes the runtime or the
+    task only (verifiers' echo-agentic-v1 reads the file its bash tool wrote). No reply can
+    move such a reward, so a reference answer played as the reply is no evidence of it;
+    [] when any reward reads the trace."""
+    import inspect
+
+    hooks = getattr(task, "hooks", None)
+    names: list[str] = []
+    for fn in hooks("reward") if callable(hooks) else []:
+        try:
+            parameters = inspect.signature(fn).parameters.values()
+        except (TypeError, ValueError):
+            return []
+        if any(p.name == "trace" or "Trace" in str(p.annotation) for p in parameters):
+            return []
+        names.append(getattr(fn, "__name__", "reward"))
+    return names

@@ -3,7 +3,9 @@
 Each is a `Probe` (an agent policy, judges answering `negative`), built for one task: an
 empty reply, the prompt or system prompt echoed, a refusal, a claim of success, one-token
 judge attacks, another task's answer and every task's answer at once (both in the oracle's
-format), and tool spam. `exploit.*` holds each to the oracle.
+format), and tool spam (the env tools that take arguments, called with made-up ones: a
+tool that takes none cannot be called wrongly, so calling it is the task's work, not spam).
+`exploit.*` holds each to the oracle.
 """
 
 from __future__ import annotations
@@ -67,11 +69,18 @@ def trivial_probe(name: str, task: Any, *, fmt: AnswerFormat, own: str | None,
         reply = fmt.render(wrong)
         return Probe(name, "negative", fixed_reply(reply), reply, format=fmt.describe())
     if name == "tool-spam":
-        tools = first.env_tools if first is not None else []
+        tools = spammable_tools(first)
         return None if not tools else Probe(name, "negative", _tool_spam(tools),
                                             f"calls {', '.join(tools)} "
                                             f"{TOOL_SPAM_ROUNDS}x each, then ''")
     raise KeyError(name)
+
+
+def spammable_tools(first: ProbeResult | None) -> list[str]:
+    """The env tools tool spam calls: those that take arguments, from an earlier play."""
+    if first is None:
+        return []
+    return [n for n in first.env_tools if n not in first.argless_tools]
 
 
 def _tool_spam(tools: list[str]) -> Callable[[Any], Any]:

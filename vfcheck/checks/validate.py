@@ -5,6 +5,12 @@ Each runs `verifiers.v1.cli.validate._run_check(task, config, mode)` — the ver
 row into a finding. Two deliberate differences from `vf-validate`: the checks run inside
 `env.serving()` (env-managed resources exist), and every check is bounded (vf-validate's
 `--timeout.total` defaults to none, so a hanging check hangs it).
+
+Where `env.serving()` itself could not open (an env's `start()` hook that brings up the
+resource server its tasks need, and cannot offline), a task's setup that then fails is not
+the task's fault: the finding is an `error` naming both, never a `failed` verdict on
+`Task.setup` (verifiers' nemo-gym-weather: "set resources_url or use a managed NeMo Gym
+taskset", when its managed server could not start).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 
 from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
+from vfcheck.episodes.error_text import one_line
 from vfcheck.findings import Finding, TaskId
 from vfcheck.host.attempts import CURRENT_ATTEMPT, deadline_hit
 from vfcheck.host.crash_site import (
@@ -108,7 +115,8 @@ def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any],
     )
 
 
-async def check_task(env_id: str, task: Any, mode: str, config: Any) -> Finding:
+async def check_task(env_id: str, task: Any, mode: str, config: Any,
+                     serving_error: Exception | None = None) -> Finding:
     tid = TaskId(index=task.data.idx, key=str(task.key))
     if needs_container(task):
         return Finding(
@@ -141,7 +149,10 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any) -> Finding:
         site = await where_it_raised(task, config, mode, row, run_check, seen)
     if row.get("reason") == "timeout":
         deadline_hit(f"{mode} timed out ({row.get('error_type') or 'TimeoutError'})")
-    return row_finding(env_id, tid, mode, row, await name_scoring_hooks(task, row), site)
+    finding = row_finding(env_id, tid, mode, row, await name_scoring_hooks(task, row), site)
+    if finding.outcome == "failed" and serving_error is not None:
+        return unjudged(env_id, tid, mode, row, serving_error)
+    return finding
 
 
 async def where_it_raised(task: Any, config: Any, mode: str, row: dict[str, Any],
@@ -165,6 +176,21 @@ async def where_it_raised(task: Any, config: Any, mode: str, row: dict[str, Any]
         site = await raise_site(lambda: run_check(task, config, mode), error,
                                 float(config.timeout.total or 60))
     return site.describe() if site is not None else None
+
+
+def unjudged(env_id: str, tid: TaskId, mode: str, row: dict[str, Any],
+             serving_error: Exception) -> Finding:
+    """The check ran without the env's serving resources (`env.serving()` raised: its
+    `start()` hook or shared tool servers), which vf-eval brings up before any task is set
+    up: what the task did then says nothing about the task."""
+    what = (f"it raised {row.get('error_type')}: {row.get('error')}" if row.get("error")
+            else f"it ended {row.get('reason')!r}")
+    return Finding(
+        mode, mode, tid, "error",
+        f"env {env_id!r}, {tid.label()}: {mode} could not be judged — the env's serving "
+        f"resources did not come up (env.serving(), which runs its start() hook and shared "
+        f"tool servers before any task is set up: {one_line(serving_error)}), and without "
+        f"them {what}", {"validate_row": row, "serving_error": one_line(serving_error, 2000)})
 
 
 async def name_scoring_hooks(task: Any, row: dict[str, Any]) -> list[str]:
@@ -194,7 +220,8 @@ def run_config(ctx: CheckContext) -> Any:
     why="a task whose setup fails can never be rolled out",
 )
 async def setup(ctx: CheckContext, task: Any) -> Finding:
-    return await check_task(ctx.env_id, task, "setup", run_config(ctx))
+    return await check_task(ctx.env_id, task, "setup", run_config(ctx),
+                            ctx.failed("episode_lab"))
 
 
 @check(
@@ -205,7 +232,8 @@ async def setup(ctx: CheckContext, task: Any) -> Finding:
     why="a task its own reference cannot solve trains on noise",
 )
 async def gold(ctx: CheckContext, task: Any) -> Finding:
-    return await check_task(ctx.env_id, task, "gold", run_config(ctx))
+    return await check_task(ctx.env_id, task, "gold", run_config(ctx),
+                            ctx.failed("episode_lab"))
 
 
 @check(
@@ -216,4 +244,5 @@ async def gold(ctx: CheckContext, task: Any) -> Finding:
     why="a task that passes with no work rewards doing nothing",
 )
 async def noop(ctx: CheckContext, task: Any) -> Finding:
-    return await check_task(ctx.env_id, task, "noop", run_config(ctx))
+    return await check_task(ctx.env_id, task, "noop", run_config(ctx),
+                            ctx.failed("episode_lab"))

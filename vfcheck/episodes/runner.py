@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vfcheck.episodes.error_text import condense
 from vfcheck.episodes.harness_deps import HarnessDependencyError, dependency_problem
 from vfcheck.episodes.load_errors import (
     EnvArgError,
@@ -90,9 +91,10 @@ class EpisodeResult:
         return float(traces[0].reward) if traces else None
 
     def errors(self, line: Callable[[Any], str] | None = None) -> list[str]:
-        """Every error recorded anywhere on the episode, as `Type: message` lines, or as
-        `line` writes each recorded error (`vfcheck.host.crash_site.located_error`)."""
-        line = line or (lambda e: f"{e.type}: {e.message}")
+        """Every error recorded anywhere on the episode, as `Type: message` lines (a
+        traceback in a message condensed to its exception line; the traces keep it whole),
+        or as `line` writes each recorded error (`vfcheck.host.crash_site.located_error`)."""
+        line = line or (lambda e: f"{e.type}: {condense(e.message)}")
         found = [f"runner: {self.runner_error}"] if self.runner_error else []
         if self.episode is not None:
             found += [line(e) for e in self.episode.errors]
@@ -319,8 +321,8 @@ class EnvRunner:
 async def warm_starts_if(wanted: bool) -> AsyncIterator[None]:
     """Warm starts in this process while the runner is open, if `wanted` and the kernel
     lets it adopt the children (`vfcheck.host.warm_starts`); cold starts otherwise."""
-    from vfcheck.host.warm_starts import WARM
     from vfcheck.host.processes import become_subreaper
+    from vfcheck.host.warm_starts import WARM
 
     if not wanted:
         WARM.off("warm starts are off (--cold-starts)")

@@ -40,7 +40,7 @@ from vfcheck.model.policies import (
     sequence,
     tool_policy,
 )
-from vfcheck.model.schema_args import generate_arguments
+from vfcheck.model.schema_args import generate_arguments, takes_arguments
 from vfcheck.model.scope import current_episode, episode_scope
 from vfcheck.model.transports import DEFAULT_BASE_URL, ScriptedModel, serve_forever
 from vfcheck.model.types import (
@@ -94,5 +94,6 @@ __all__ = [
     "per_task",
     "sequence",
     "serve_forever",
+    "takes_arguments",
     "tool_policy",
 ]

@@ -32,6 +32,20 @@ Override: TypeAlias = Callable[[Mapping[str, Any], str], Any]
 followed); the name is the nearest enclosing object property's ("" at the top)."""
 
 
+def takes_arguments(parameters: Mapping[str, Any]) -> bool:
+    """Whether a tool's JSON-schema `parameters` declare any argument (a property, through
+    `$ref`s and `anyOf`/`oneOf`/`allOf`). A tool that takes none cannot be called wrongly:
+    calling it is the work itself (`bump` a counter, `roll` a die), never a guess."""
+    def declares(schema: Mapping[str, Any], depth: int) -> bool:
+        schema = _resolve_ref(schema, parameters)
+        if schema.get("properties"):
+            return True
+        return depth < _MAX_SCHEMA_DEPTH and any(
+            declares(part, depth + 1) for key in ("anyOf", "oneOf", "allOf")
+            for part in schema.get(key) or () if isinstance(part, Mapping))
+    return declares(parameters, 0)
+
+
 def generate_arguments(
     parameters: Mapping[str, Any],
     *,
