@@ -248,6 +248,20 @@ def test_a_setup_that_needs_the_envs_serving_is_not_failed_when_serving_could_no
 
 
 @pytest.mark.slow
+def test_an_env_that_parses_the_json_its_prompt_demands_plays_its_episode(
+        tmp_path: Path) -> None:
+    """vfc-json-contract (proposer-solver's shape): scoring raises unless the reply ends
+    with the JSON object the prompt shows. The default reply ends with it, filled in, so
+    `episode` passes; vfc-broken-episode, in the same run, still fails episode[1] only."""
+    run = run_plugin(tmp_path, FIXTURES, ["vfc-json-contract", "vfc-broken-episode"],
+                     "--vf-checks", "episode")
+    assert units_with(run.envs["vfc-json-contract"], {"failed", "error"}) == set()
+    assert units_with(run.envs["vfc-json-contract"], {"passed"}) >= {("episode", 0),
+                                                                      ("episode", 1)}
+    assert units_with(run.envs["vfc-broken-episode"], {"failed", "error"}) == {("episode", 1)}
+
+
+@pytest.mark.slow
 def test_lf_reruns_only_the_failed_item_and_x_stops_at_it(pytester: pytest.Pytester) -> None:
     args = ["--vf-env", "vfc-broken-gold", f"--vf-path={FIXTURES}", "--vf-checks", "gold"]
     first = pytester.runpytest_subprocess(*args, "-x", timeout=600)

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from vfcheck.model.json_reply import json_reply
 from vfcheck.model.schema_args import generate_arguments
 from vfcheck.model.types import ModelRequest, Policy, Reply, stable_digest, text_of
 
@@ -88,7 +89,9 @@ def default_reply(seed: int = 0) -> Policy:
     """A deterministic final answer, so that simple envs are solved without a script:
 
     - the last message is a tool result -> its content (what a tool-using env checks);
-    - else echo the text of the last user message (echo-style envs);
+    - else echo the text of the last user message (echo-style envs), and where it shows a
+      JSON object for the reply to end with, a line with that object filled in
+      (`vfcheck.model.json_reply`: an env that parses its model's final JSON gets one);
     - else a short text derived from a hash of (seed, messages).
     """
 
@@ -125,8 +128,9 @@ def default_text(request: ModelRequest, seed: int) -> str:
     if messages and messages[-1].get("role") == "tool":
         return text_of(messages[-1].get("content"))
     user_text = request.last_user_text
-    if user_text is not None:
-        return user_text
+    if user_text is not None:  # and, where it shows a JSON object to end with, one
+        shaped = json_reply(user_text)
+        return user_text if shaped is None else f"{user_text}\n{shaped}"
     digest = stable_digest(seed, json.dumps(messages, sort_keys=True, default=str))
     return f"scripted reply {digest[:8]}"
 
