@@ -30,6 +30,7 @@ def warm(tmp_path: Path):
     log = tmp_path / "child-sockets.jsonl"
     log.touch()
     env = guarded_environ(os.environ, log)
+    WARM.reset()
     WARM.start(env)
     yield env, log
     WARM.close()
