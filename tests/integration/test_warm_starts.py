@@ -30,6 +30,7 @@ def warm(tmp_path: Path):
     log = tmp_path / "child-sockets.jsonl"
     log.touch()
     env = guarded_environ(os.environ, log)
+    WARM.reset()
     WARM.start(env)
     yield env, log
     WARM.close()
@@ -152,7 +153,9 @@ PARITY = [
     ("vfc-tool", "ours", None, None),  # one toolset, two tools
     ("vfc-two-toolsets", "ours", None, None),  # two toolsets: two servers per rollout
     ("vfc-broken-tool-net", "ours", None, None),
-    ("vfc-broken-tool-block", "ours", None, 20.0),  # task 2's episode hangs to the deadline
+    # task 2 hangs to the deadline; tasks 0 and 1 must not reach it on a loaded machine (the
+    # first warm episode also waits for the zygote's imports)
+    ("vfc-broken-tool-block", "ours", None, 45.0),
 ]
 
 

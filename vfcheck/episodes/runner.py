@@ -329,6 +329,7 @@ async def warm_starts_if(wanted: bool) -> AsyncIterator[None]:
         yield
         return
     become_subreaper()
+    WARM.reset()
     WARM.start()
     try:
         yield

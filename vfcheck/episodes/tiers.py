@@ -33,6 +33,15 @@ class RoleTier:
     """The role's tasks offer tools (each episode starts the env's tool servers)."""
 
 
+def offers_tools(env: Any) -> bool:
+    """Whether the env's tasks (or its taskset) declare toolsets: its episodes start tool
+    servers, whatever the tier."""
+    taskset = env.taskset
+    task_cls = type(taskset).task_type()
+    return bool(task_cls.toolsets(taskset.config.task)) or bool(
+        taskset.toolsets(taskset.config))
+
+
 def role_tiers(env: Any, requested: HarnessTier, *,
                script_tools: frozenset[str] = frozenset(),
                real_model: bool = False) -> list[RoleTier]:
@@ -44,11 +53,7 @@ def role_tiers(env: Any, requested: HarnessTier, *,
     elsewhere the role keeps the env's harness, and the reason says why."""
     from vfcheck.compat import chat_program_missing, mcp_client_missing, verifiers_version
 
-    taskset = env.taskset
-    task_cls = type(taskset).task_type()
-    has_tools = bool(task_cls.toolsets(taskset.config.task)) or bool(
-        taskset.toolsets(taskset.config)
-    )
+    has_tools = offers_tools(env)
     tiers = []
     for role, harness in env.config.agent_harnesses().items():
         hid = harness.id

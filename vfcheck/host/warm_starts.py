@@ -161,8 +161,7 @@ class WarmStarts:
 
     def start(self, env: Mapping[str, str] | None = None) -> None:
         """Start the zygote with `env` (this process's environment when None), or say why
-        starts stay cold."""
-        self.reset()
+        starts stay cold. The counts so far stay (`reset` forgets them)."""
         install()  # cold starts are counted too
         if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
             self.why_cold = "this platform has no fork or fd passing"

@@ -150,6 +150,7 @@ class Worker:
             )
             if plan_only:  # the xdist controller's: its workers run the checks
                 return
+            self.start_warm_starts()
             queueing = asyncio.ensure_future(self.report_queueing())
             OFFLINE_SOCKETS.env_code, OFFLINE_SOCKETS.kinds = (self.watchdog.env_code,
                                                                self.watchdog.kinds)
@@ -169,6 +170,22 @@ class Worker:
         self.end_warm_starts()  # before `hygiene.processes` looks below the worker
         for unit in [] if plan_only else self.units("after"):  # verifiers closed its runners
             await self.run_unit(REGISTRY[unit[0]], None)
+
+    def start_warm_starts(self) -> None:
+        """Start the warm interpreter if the env has tool servers (a chat env forks nothing:
+        it would only pay for the imports), with the environment they will get once
+        `guard_children` ran; it imports while the checks that need no episode run."""
+        from vfcheck.episodes.tiers import offers_tools
+
+        if self.ctx.options.cold_starts:
+            return
+        try:
+            tools = offers_tools(self.ctx.env)
+        except Exception:  # noqa: BLE001 - env code's toolsets(): the episodes will say
+            tools = any(t.tools for t in self.ctx.tiers)
+        if tools:
+            WARM.start(guarded_environ(os.environ, child_log_of(self.events)))
+        WARM.start(guarded_environ(os.environ, child_log_of(self.events)))
 
     def end_warm_starts(self) -> None:
         """Stop the warm interpreter and say how this worker's processes started (a
@@ -368,12 +385,8 @@ async def main_async(spec: dict[str, Any]) -> None:
     worker.watchdog.install()
     prepare_process_env(worker.ctx.options.paths, wheels=worker.ctx.options.wheels)
     become_subreaper()  # orphans of env code stay below the worker, in view
-    if not worker.ctx.options.cold_starts and not spec.get("plan_only"):
-        # the warm interpreter imports verifiers meanwhile; with the environment the tool
-        # servers will get once `guard_children` ran
-        WARM.start(guarded_environ(os.environ, child_log_of(worker.events)))
-    else:
-        WARM.off("warm starts are off (--cold-starts)")
+    WARM.off("warm starts are off (--cold-starts)" if worker.ctx.options.cold_starts
+             else "the env has no tool servers")  # until `start_warm_starts`
     try:
         await worker.run()
     finally:
