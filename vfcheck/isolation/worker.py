@@ -185,7 +185,6 @@ class Worker:
             tools = any(t.tools for t in self.ctx.tiers)
         if tools:
             WARM.start(guarded_environ(os.environ, child_log_of(self.events)))
-        WARM.start(guarded_environ(os.environ, child_log_of(self.events)))
 
     def end_warm_starts(self) -> None:
         """Stop the warm interpreter and say how this worker's processes started (a
