@@ -223,7 +223,7 @@ class EnvRunner:
         wheels: str | None = None,
         script_tools: frozenset[str] = frozenset(),
         fast_settings: Mapping[str, Any] | None = None,
-        warm_starts: bool = False,
+        warm_starts: bool | None = None,
     ) -> AsyncIterator[EnvRunner]:
         """Load `env_id` (or take the `loaded` env and tiers), route its model calls to
         `model` (a `ScriptedModel`; a default one if None) or to a real `base_url`, and
@@ -318,12 +318,16 @@ class EnvRunner:
 
 
 @contextlib.asynccontextmanager
-async def warm_starts_if(wanted: bool) -> AsyncIterator[None]:
+async def warm_starts_if(wanted: bool | None) -> AsyncIterator[None]:
     """Warm starts in this process while the runner is open, if `wanted` and the kernel
-    lets it adopt the children (`vfcheck.host.warm_starts`); cold starts otherwise."""
+    lets it adopt the children (`vfcheck.host.warm_starts`); cold starts if not; None:
+    as this process set them (the check worker starts them for an env with tools)."""
     from vfcheck.host.processes import become_subreaper
     from vfcheck.host.warm_starts import WARM
 
+    if wanted is None:
+        yield
+        return
     if not wanted:
         WARM.off("warm starts are off (--cold-starts)")
         yield
@@ -435,7 +439,7 @@ async def run_episodes(
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[EpisodeResult], Awaitable[None] | None] | None = None,
     on_tasks: Callable[[list[Any]], list[Any] | None] | None = None,
-    warm_starts: bool = False,
+    warm_starts: bool | None = None,
 ) -> RunSummary:
     """Play `rollouts` episodes of each of the first `num_tasks` tasks, `concurrency` at
     a time. With `output`, each episode's JSON line is appended (and flushed) as soon as
