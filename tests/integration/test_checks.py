@@ -217,6 +217,11 @@ def test_a_hanging_or_blocking_setup_is_bounded(tmp_path: Path, env_id: str) -> 
     # supervisor to kill and restart the worker
     starts = envs[env_id]["worker_starts"]
     assert starts == 1 if env_id.endswith("hang") else starts >= 2
+    if env_id.endswith("hang"):  # verifiers' timeout says only TimeoutError: vfcheck names
+        (setup,) = [f for f in envs[env_id]["findings"] if f["check"] == "setup"  # the hook
+                    and f["task"]["index"] == 1]
+        assert ("it timed out (TimeoutError) in VfcBrokenSetupHangTask.setup at "
+                "vfc_broken_setup_hang.py:") in setup["message"], setup["message"]
 
 
 @pytest.mark.slow

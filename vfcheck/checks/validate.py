@@ -9,6 +9,7 @@ row into a finding. Two deliberate differences from `vf-validate`: the checks ru
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from vfcheck.checks.context import CheckContext
@@ -75,7 +76,8 @@ def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any],
         )
         return Finding(mode, mode, tid, "skipped", f"{where}: {why}", details)
     if reason == "timeout":
-        observed = f"it timed out ({row.get('error_type') or 'TimeoutError'})"
+        observed = f"it timed out ({row.get('error_type') or 'TimeoutError'})" + (
+            f" in {row['running']}" if row.get("running") else "")
     elif reason == "invalid" and mode == "noop":
         observed = (f"the untouched task scores reward={row.get('reward')!r} "
                     f"(rewards {row.get('rewards')})")
@@ -124,10 +126,33 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any) -> Finding:
     where = f"vf-validate's {mode} check"
     with episode_scope(EpisodeRef(TaskRef(tid.index, tid.key), judge=verdict,
                                   stage=lambda: where)):
-        row = await run_check(task, config, mode)
+        row = await run_watched(run_check(task, config, mode))
     if row.get("reason") == "timeout":
         deadline_hit(f"{mode} timed out ({row.get('error_type') or 'TimeoutError'})")
     return row_finding(env_id, tid, mode, row, await name_scoring_hooks(task, row))
+
+
+async def run_watched(check: Any) -> dict[str, Any]:
+    """verifiers' validate row of `check`, noting (`running`) the env hook it was last seen
+    in: a row that timed out says only `TimeoutError`, and the message names the hook."""
+    from vfcheck.isolation import watchdog
+
+    job = asyncio.ensure_future(check)  # this unit's task: the watchdog knows its owner
+    seen = None
+    try:
+        while not job.done():
+            await asyncio.wait({job}, timeout=0.25)
+            if not job.done() and watchdog.CURRENT_WATCHDOG is not None:
+                seen = watchdog.CURRENT_WATCHDOG.running_hook(
+                    watchdog.CURRENT_UNIT.get()) or seen
+    except asyncio.CancelledError:
+        job.cancel()
+        raise
+    row: dict[str, Any] = job.result()
+    if row.get("reason") == "timeout" and seen is not None:
+        row = {**row, "running": f"{seen.hook or seen.function} at {seen.at}"
+               + (f" ({seen.call})" if seen.call else "")}
+    return row
 
 
 async def name_scoring_hooks(task: Any, row: dict[str, Any]) -> list[str]:

@@ -240,6 +240,10 @@ def awaited_frames(task: asyncio.Task[Any]) -> list[FrameType]:
     return frames
 
 
+CURRENT_WATCHDOG: Watchdog | None = None
+"""The worker's watchdog, once installed (the checks ask it which hook a unit is in)."""
+
+
 class Watchdog:
     """Watches one worker's event loop; `emit(stall)` writes what it finds."""
 
@@ -264,8 +268,19 @@ class Watchdog:
         self._reported = False
         """A stall was reported: the supervisor kills this worker on the first."""
 
+    def running_hook(self, unit: Unit | None) -> Stall | None:
+        """The env hook `unit`'s tasks are in right now, if any (a deadline that fires
+        later names it: verifiers' own timeout says only `TimeoutError`)."""
+        found = [stall for task, owner in list(self.owners.items())
+                 if owner == unit and unit is not None and not task.done()
+                 and (stall := find_stall(awaited_frames(task), self.env_code, self.kinds,
+                                          "running", unit, 0.0)) is not None]
+        return min(found, key=culprit_rank) if found else None
+
     def install(self) -> None:
         """From the loop's thread: the task factory, the heartbeat, the watching thread."""
+        global CURRENT_WATCHDOG
+        CURRENT_WATCHDOG = self
         self._loop = loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         loop.set_task_factory(self._task)  # type: ignore[arg-type]
