@@ -164,6 +164,15 @@ class Resolved:
     check: CheckOptions
     run: RunOptions
     episodes: EpisodeOptions = field(default_factory=EpisodeOptions)
+    listed_envs: Any = None
+    """`[tool.vfcheck] envs` as written (the ids "did you mean" offers)."""
+
+    def find_envs(self) -> None:
+        """Each env id this run checks (its shard's) names a module (`check_env_ids`); the
+        last check of the options: any other bad value is said first."""
+        shard = self.run.shard
+        envs = self.run.envs if shard is None else shard.pick(self.run.envs)
+        check_env_ids(envs, self.check.paths, self.listed_envs)
 
 
 # -- resolving
@@ -253,11 +262,12 @@ def resolve(cwd: Path, given: Mapping[str, Any] | None = None, *, front: Front =
                                      "pyproject" if option.name in settings else "default")
     if not check.golden_dir:
         check.golden_dir = str((project / "golden").resolve())
-    if find_envs:  # a check run's envs: each must name a module (`check_env_ids`)
-        check_env_ids(run.envs, check.paths, settings.get("envs"))
     _check_usable(check, front)
     _check_reports_apart(run, front)
-    return Resolved(check, run, episodes)
+    resolved = Resolved(check, run, episodes, listed_envs=settings.get("envs"))
+    if find_envs:
+        resolved.find_envs()
+    return resolved
 
 
 def check_env_ids(env_ids: list[str], paths: list[str], known: Any = None) -> None:

@@ -18,10 +18,11 @@ def resolved(args: argparse.Namespace, *, pyproject: bool = True) -> Resolved:
     from vfcheck.option_table import cli_given
     from vfcheck.options import resolve
 
-    found = resolve(Path.cwd(), cli_given(args, args.command), front="cli", pyproject=pyproject,
-                    find_envs=args.command == "check")
+    found = resolve(Path.cwd(), cli_given(args, args.command), front="cli", pyproject=pyproject)
     if args.command in SUMMARY_COMMANDS:
         check_step_summary()
+    if args.command == "check":
+        found.find_envs()
     return found
 
 

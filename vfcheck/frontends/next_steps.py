@@ -26,7 +26,7 @@ def golden_not_found(report: EnvReport, options: CheckOptions) -> str | None:
     from vfcheck.traces.golden import env_folder
 
     golden = [f for f in report.findings if f.check == "golden"]
-    if not golden or options.golden_dir_from != "default" or any(
+    if not golden or not options.golden_dir or options.golden_dir_from != "default" or any(
             (f.details.get("golden") or {}).get("action") != "missing" for f in golden):
         return None
     folder = Path(options.golden_dir).resolve()

@@ -62,9 +62,9 @@ def resolved_from_config(config: pytest.Config) -> Resolved:
     from vfcheck.frontends.step_summary import check_step_summary
     from vfcheck.options import resolve
 
-    found = resolve(config.invocation_params.dir, pytest_given(config), front="pytest",
-                    find_envs=True)
+    found = resolve(config.invocation_params.dir, pytest_given(config), front="pytest")
     check_step_summary()
+    found.find_envs()
     return found
 
 
