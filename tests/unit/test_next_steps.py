@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from vfcheck.findings import EnvReport, Finding, TaskId
-from vfcheck.frontends.next_steps import closing_lines, explained, golden_not_found
+from vfcheck.frontends.next_steps import closing_lines, explained
+from vfcheck.frontends.views.golden import golden_not_found
 from vfcheck.options import resolve
 
 

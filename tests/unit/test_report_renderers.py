@@ -17,8 +17,9 @@ from vfcheck.findings import EnvReport
 from vfcheck.frontends.html_report import render_html
 from vfcheck.frontends.outcome_grid import outcome_grid
 from vfcheck.frontends.probe_table import probe_table
-from vfcheck.frontends.report import compact_lines, failure_text, golden_summary, write_junit
+from vfcheck.frontends.report import compact_lines, failure_text, write_junit
 from vfcheck.frontends.step_summary import summary_markdown
+from vfcheck.frontends.views.golden import golden_summary
 
 DATA = Path(__file__).parent / "data"
 REPORT: dict[str, Any] = json.loads((DATA / "broken-golden-and-echo.json").read_text())

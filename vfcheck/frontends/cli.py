@@ -163,11 +163,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def close_run(console: Any, reports: list[EnvReport], options: CheckOptions,
               run: RunOptions) -> None:
-    """The loud golden warnings, then what to do next (`vfcheck.frontends.next_steps`)."""
-    from vfcheck.frontends.next_steps import closing_lines, golden_not_found
+    """The families' loud warnings (golden traces not found), then what to do next
+    (`vfcheck.frontends.next_steps`)."""
+    from vfcheck.frontends.next_steps import closing_lines
+    from vfcheck.frontends.views import warnings
 
     for report in reports:
-        if (warning := golden_not_found(report, options)) is not None:
+        for warning in warnings(report, options):
             console.print(warning, style="bold yellow", highlight=False, markup=False)
     for line in closing_lines(reports, options, run):
         console.print(line, highlight=False, markup=False)

@@ -24,13 +24,11 @@ from vfcheck.frontends.episode_html import episode_html, number
 from vfcheck.frontends.html_templates import macro, render
 from vfcheck.frontends.outcome_grid import COUNT_ORDER, MARKS, counts_text, short_key
 from vfcheck.frontends.report import node_name
+from vfcheck.frontends.views import episode_linked
 from vfcheck.paths import write_atomically
 
 RENDERED_DETAILS = ("episode", "changes", "notify_log")
 """Details drawn as a view of their own, so left out of the raw-details dump."""
-EPISODE_VIEWS = ("lifecycle", "preview", "golden", "determinism", "robustness")
-"""Families whose findings link to their task's episode (its notify timeline, its
-conversation)."""
 DUMP_LIMIT = 20_000
 """Characters of a finding's raw details shown (the JSON report has them whole)."""
 KEY_LIMIT = 64
@@ -149,7 +147,7 @@ def _finding(number: int, i: int, f: Finding, env: EnvReport) -> Markup:
     link = None
     if f.task is not None and isinstance(f.details.get("episode"), dict):
         link = {"href": f"ep{number}-{f.task.index}", "text": "the episode"}
-    elif f.task is not None and f.family in EPISODE_VIEWS and any(
+    elif f.task is not None and episode_linked(f.family) and any(
             g.check == "episode" and g.task == f.task for g in env.findings):
         link = {"href": f"ep{number}-{f.task.index}",
                 "text": "the task's episode and its notify timeline"}

@@ -11,48 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vfcheck.findings import EnvReport
-from vfcheck.frontends.report import explained, golden_summary
+from vfcheck.frontends.report import explained
+from vfcheck.frontends.views import sections
+from vfcheck.frontends.views.golden import golden_not_found
 
 if TYPE_CHECKING:
     from vfcheck.options import CheckOptions, RunOptions
-
-
-def golden_not_found(report: EnvReport, options: CheckOptions) -> str | None:
-    """A loud line when none of the env's golden traces exist and the golden folder is not
-    where it should be: beside no pyproject.toml (vfcheck ran outside any project), or not
-    the env's own project's, which holds traces for it. None for a healthy first run (in
-    the project, nothing recorded yet) and for a golden folder the user named."""
-    from vfcheck.env_ids import env_module_file
-    from vfcheck.traces.golden import env_folder
-
-    golden = [f for f in report.findings if f.check == "golden"]
-    if not golden or not options.golden_dir or options.golden_dir_from != "default" or any(
-            (f.details.get("golden") or {}).get("action") != "missing" for f in golden):
-        return None
-    folder = Path(options.golden_dir).resolve()
-    looked = env_folder(folder, report.id)
-    module = env_module_file(report.id, options.paths)
-    home = _project_of(module) if module is not None else None
-    theirs = env_folder(home / "golden", report.id) if home is not None else None
-    if home is not None and theirs is not None and theirs.resolve() != looked and any(
-            theirs.glob("*.json")):
-        return (f"vfcheck: WARNING: none of {report.id}'s golden traces is in {looked}, so "
-                f"nothing was compared; its project {home} has them in {theirs}. Run vfcheck "
-                f"in {home}, or name the folder: --golden-dir {home / 'golden'}")
-    if not (folder.parent / "pyproject.toml").is_file():
-        return (f"vfcheck: WARNING: none of {report.id}'s golden traces is in {looked}, and "
-                f"{folder.parent} holds no pyproject.toml: vfcheck ran outside the env's "
-                "project, so nothing was compared. Run it in the project's folder, or name "
-                "the folder: --golden-dir DIR")
-    return None
-
-
-def _project_of(module: Path) -> Path | None:
-    """The folder of the pyproject.toml nearest `module`'s file."""
-    for folder in module.resolve().parents:
-        if (folder / "pyproject.toml").is_file():
-            return folder
-    return None
 
 
 def closing_lines(reports: Sequence[EnvReport], options: CheckOptions, run: RunOptions, *,
@@ -99,18 +63,12 @@ def closing_lines(reports: Sequence[EnvReport], options: CheckOptions, run: RunO
 def pytest_sections(reports: Sequence[EnvReport], options: CheckOptions, run: RunOptions
                     ) -> list[tuple[str, list[str]]]:
     """pytest's terminal summary of vfcheck, as (title, lines) sections."""
-    from vfcheck.frontends.probe_table import probe_table
     from vfcheck.host.warm_plan import starts_line
 
-    golden = [line for report in reports if (line := golden_summary(report)) is not None]
-    golden += [line for report in reports
-               if (line := golden_not_found(report, options)) is not None]
     why = [line for report in reports for line in explained(report, options.allow_from)]
-    probes = [line for report in reports if (table := probe_table(report)) is not None
-              for line in table.lines()]
     starts = [f"{report.id} {starts_line(report.starts)}" for report in reports
               if report.starts]  # how verifiers' processes started (`vfcheck.host.warm_starts`)
-    sections = [("golden traces", golden), ("skipped and expected", why),
-                ("process starts", starts), ("reward probes", probes),
-                ("next", closing_lines(reports, options, run, pytest=True))]
-    return [(title, lines) for title, lines in sections if lines]
+    found = [*sections(reports, options),  # each family's own (`vfcheck.frontends.views`)
+             ("skipped and expected", why), ("process starts", starts),
+             ("next", closing_lines(reports, options, run, pytest=True))]
+    return [(title, lines) for title, lines in found if lines]

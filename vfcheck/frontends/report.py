@@ -85,10 +85,6 @@ def failure_text(env: EnvReport) -> list[str]:
     return [f"{node_name(f)} {f.outcome.upper()}: {f.message}" for f in env.findings if f.bad]
 
 
-GOLDEN_ACTIONS = ("matched", "recorded", "updated", "missing", "mismatch", "corrupt",
-                  "nondeterministic", "refused")
-
-
 def tier_summary(env: EnvReport) -> str | None:
     """One line on the harness tier each role played on, and why: `vfc-tool tiers: agent
     fast (vfcheck-chat: replaces 'bash'; the tools run in the env's tool servers)`."""
@@ -97,37 +93,6 @@ def tier_summary(env: EnvReport) -> str | None:
     roles = [f"{t.get('role')} {t.get('tier')} ({t.get('harness')}: {t.get('reason')})"
              for t in env.tiers]
     return f"{env.id} tiers: {'; '.join(roles)}"
-
-
-def golden_summary(env: EnvReport) -> str | None:
-    """One line on the env's golden traces, syrupy's summary for vfcheck's items, with the
-    folder they are in: `vfc-echo golden traces: 2 matched, 1 recorded in golden/vfc-echo;
-    1 unused: golden/vfc-echo/old.json`."""
-    actions: dict[str, int] = {}
-    unused: list[str] = []
-    folders: set[str] = set()
-    for f in env.findings:
-        if f.check == "golden":
-            golden = f.details.get("golden") or {}
-            action = golden.get("action", f.outcome)
-            actions[action] = actions.get(action, 0) + 1
-            if golden.get("path"):
-                folders.add(shown_path(Path(golden["path"]).parent))
-        elif f.check == "golden.unused":
-            unused = list(f.details.get("unused") or [])
-            if f.details.get("removed"):
-                actions["removed as unused"] = len(f.details["removed"])
-    if not actions and not unused:
-        return None
-    order = [*GOLDEN_ACTIONS, "removed as unused"]
-    parts = [f"{actions[a]} {a}" for a in sorted(actions, key=lambda a: (
-        order.index(a) if a in order else len(order), a))]
-    line = f"{env.id} golden traces: {', '.join(parts) or 'none'}"
-    if folders:
-        line += f" in {', '.join(sorted(folders))}"
-    if unused:
-        line += f"; {len(unused)} unused: {', '.join(unused)}"
-    return line
 
 
 def _indices(findings: Sequence[Finding]) -> str:
@@ -182,10 +147,10 @@ def show_reports(console: Any, reports: list[EnvReport], *, verbose: bool = Fals
                  allow_from: dict[str, str] | None = None) -> None:
     """Per env: its counts and family x task grid of marks, the rows of its failures and
     errors (`verbose`: a row per finding) with their whole messages, why findings were
-    skipped or expected (`allow_from`: where each allow entry is set), the golden summary
-    and the probe table; the summary line last."""
+    skipped or expected (`allow_from`: where each allow entry is set), each family's summary
+    lines (golden traces, reward probes); the summary line last."""
     from vfcheck.frontends.outcome_grid import counts_text
-    from vfcheck.frontends.probe_table import probe_table
+    from vfcheck.frontends.views import summary_lines
     from vfcheck.host.warm_plan import starts_line
 
     def plain(line: str) -> None:
@@ -208,11 +173,8 @@ def show_reports(console: Any, reports: list[EnvReport], *, verbose: bool = Fals
             plain(tiers)
         if report.starts:  # how verifiers' processes started (`vfcheck.host.warm_starts`)
             plain(f"{report.id} {starts_line(report.starts)}")
-        if (golden := golden_summary(report)) is not None:
-            plain(golden)
-        if (probes := probe_table(report)) is not None:
-            for line in probes.lines():
-                plain(line)
+        for line in summary_lines(report):  # each family's own (`vfcheck.frontends.views`)
+            plain(line)
     failing = [f for r in reports for f in r.findings if f.bad]
     if failing:
         console.print(f"[bold red]{len(failing)} finding(s) failed or errored[/]")
@@ -235,12 +197,9 @@ def json_report(
 
 
 def _env_dict(env: EnvReport) -> dict[str, Any]:
-    from vfcheck.frontends.probe_table import probe_table
+    from vfcheck.frontends.views import report_data
 
-    data = env.as_dict()
-    if (table := probe_table(env)) is not None:
-        data["reward_probes"] = table.as_dict()
-    return data
+    return {**env.as_dict(), **report_data(env)}
 
 
 def write_json(path: Path, report: dict[str, Any]) -> None:

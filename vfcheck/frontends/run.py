@@ -98,6 +98,7 @@ class CheckRun:
         both front ends."""
         from vfcheck import __version__
         from vfcheck.checks import select
+        from vfcheck.frontends.views import header_lines
 
         o = self.options
         shard = "" if self.run.shard is None else (
@@ -107,9 +108,7 @@ class CheckRun:
             f"{', '.join(self.env_ids)}{shard} · harness {o.harness} · seed "
             f"{o.played_seed} · sample {o.sample} · timeout {o.timeout:g}s",
         ]
-        if any(spec.family == "golden" for spec in select(o.families)):
-            mode = "update" if o.golden_update else "strict" if o.golden_strict else "compare"
-            lines.append(f"golden traces: {Path(o.golden_dir).resolve()}/ ({mode})")
+        lines += header_lines(o, {spec.family for spec in select(o.families)})
         return [*lines, f"rerun: {self.replay_command()}", self.capacity.line()]
 
     @functools.cached_property

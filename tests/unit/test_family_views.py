@@ -1,0 +1,42 @@
+"""Each family's presentation is declared once, in its view module
+(`vfcheck.frontends.views`), and the front ends ask the views: the header's golden line, the
+summary lines, the JSON report's data and the HTML report's episode links."""
+
+from __future__ import annotations
+
+from vfcheck.checks import REGISTRY
+from vfcheck.findings import EnvReport, Finding, TaskId
+from vfcheck.frontends import views
+from vfcheck.frontends.views.view import VIEWS
+from vfcheck.options import CheckOptions
+
+
+def test_every_view_names_registered_families_and_each_family_has_at_most_one_view() -> None:
+    declared = [family for v in VIEWS for family in v.families]
+    assert set(declared) <= set(REGISTRY.families)
+    assert len(declared) == len(set(declared))
+
+
+def test_episode_links_are_the_views_choice() -> None:
+    linked = {f for f in REGISTRY.families if views.episode_linked(f)}
+    assert {"golden", "lifecycle", "preview", "determinism", "robustness", "reward",
+            "exploit", "judge"} <= linked
+    assert "setup" not in linked and "load" not in linked
+
+
+def test_the_golden_header_line_only_when_golden_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    options = CheckOptions(golden_dir=str(tmp_path / "golden"))
+    assert views.header_lines(options, {"golden", "episode"}) == [
+        f"golden traces: {tmp_path / 'golden'}/ (compare)"]
+    assert views.header_lines(options, {"setup", "gold"}) == []
+
+
+def test_summary_lines_and_report_data_come_from_the_views() -> None:
+    task = TaskId(0, "k")
+    report = EnvReport(id="e", findings=[Finding(
+        "golden", "golden", task, "passed", "matched",
+        {"golden": {"action": "matched", "path": "golden/e/k.json"}})])
+    assert views.summary_lines(report) == ["e golden traces: 1 matched in golden/e"]
+    assert views.report_data(report) == {}
+    sections = views.sections([report], CheckOptions())
+    assert sections == [("golden traces", ["e golden traces: 1 matched in golden/e"])]
