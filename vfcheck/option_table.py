@@ -31,9 +31,9 @@ def _load_script(path: Path) -> None:
 
 
 def _families() -> tuple[str, ...]:
-    from vfcheck.checks import FAMILIES
+    from vfcheck.family_names import FAMILY_NAMES
 
-    return tuple(FAMILIES)
+    return FAMILY_NAMES
 
 
 EPISODES = ("run", "record")

@@ -12,6 +12,7 @@ import importlib
 from collections.abc import Sequence
 
 from vfcheck.checks.registry import REGISTRY, CheckSpec, Scope, Unit, check
+from vfcheck.family_names import FAMILY_NAMES
 
 FAMILY_MODULES: tuple[str, ...] = (
     "load", "validate", "episode", "lifecycle", "preview", "robustness", "replay", "golden",
@@ -26,6 +27,9 @@ CATALOGUE: tuple[CheckSpec, ...] = tuple(REGISTRY)
 BY_ID: dict[str, CheckSpec] = {spec.id: spec for spec in CATALOGUE}
 FAMILIES: tuple[str, ...] = REGISTRY.families
 """Env-suite families, in the order the report lists them."""
+if FAMILIES != FAMILY_NAMES:  # what the option table validates `--checks` against
+    raise RuntimeError(f"vfcheck.family_names.FAMILY_NAMES {FAMILY_NAMES} is not the "
+                       f"registry's families {FAMILIES}: write a new family's name there")
 
 
 def select(families: Sequence[str] | None) -> tuple[CheckSpec, ...]:

@@ -18,19 +18,20 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from vfcheck.findings import Finding, Outcome, TaskId
+from vfcheck.options import CheckOptions
 
 T = TypeVar("T")
 
 
 class CheckContext:
-    def __init__(self, env_id: str, spec: dict[str, Any], options: Any) -> None:
+    def __init__(self, env_id: str, spec: dict[str, Any], options: CheckOptions) -> None:
         self.env_id = env_id
         self.spec = spec
         """The worker spec: the resolved options (`spec["options"]`) and this run's state,
         as `vfcheck.isolation.supervisor` writes it."""
         self.options = options
-        """`vfcheck.options.CheckOptions` as the front end resolved them (the worker reads
-        them from the spec; this layer does not import the option table)."""
+        """The options as the front end resolved them (the worker reads them from the
+        spec)."""
         self.timeout: float = self.options.timeout
         self.harness: Literal["env", "fast"] = self.options.harness
         self.env_args: dict[str, Any] = self.options.env_args
