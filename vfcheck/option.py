@@ -205,8 +205,6 @@ class Option:
             except ValueError as e:
                 raise OptionError(str(e)) from e
         if kind == "pairs":
-            from vfcheck.episodes.offline import parse_env_arg
-
             try:
                 return parse_env_arg(raw)
             except ValueError as e:  # "env arg 'x' is not KEY=VALUE"
@@ -304,3 +302,20 @@ def _arg_text(value: Any) -> str:
         except ValueError:
             return value
     return json.dumps(value)
+
+
+def parse_env_arg(text: str) -> tuple[str, Any]:
+    """`KEY=VALUE` from the command line; VALUE is read as JSON when it parses
+    (`n=3`, `flag=true`, `xs=[1,2]`), else kept as a string."""
+    import json
+
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"env arg {text!r} is not KEY=VALUE")
+    if any(not part.strip() for part in key.split(".")):
+        raise ValueError(f"env arg {text!r}: the dotted KEY {key.strip()!r} has an empty part")
+    try:
+        value: Any = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key.strip(), value

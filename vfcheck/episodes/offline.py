@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vfcheck.episodes.harness_deps import use_wheels
+from vfcheck.option_table import BY_NAME
 
 OFFLINE_ENV: dict[str, str] = {
     # Nothing may reach a model hub; a `load()` that tries fails fast instead of hanging.
@@ -32,7 +33,7 @@ OFFLINE_ENV: dict[str, str] = {
 
 MOCK_API_KEY_VAR = "VFCHECK_API_KEY"
 """The env var verifiers reads the (fake) upstream API key from."""
-DEFAULT_API_KEY_VAR = "OPENAI_API_KEY"
+DEFAULT_API_KEY_VAR: str = BY_NAME["api_key_var"].default  # written once, in the table
 """Where `vfcheck run` and `record` read a real endpoint's key from, unless told otherwise."""
 
 
@@ -135,20 +136,3 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
             raise ValueError(f"env arg {dotted!r}: {part!r} is already set to a value")
         node = child
     node[parts[-1]] = value
-
-
-def parse_env_arg(text: str) -> tuple[str, Any]:
-    """`KEY=VALUE` from the command line; VALUE is read as JSON when it parses
-    (`n=3`, `flag=true`, `xs=[1,2]`), else kept as a string."""
-    import json
-
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise ValueError(f"env arg {text!r} is not KEY=VALUE")
-    if any(not part.strip() for part in key.split(".")):
-        raise ValueError(f"env arg {text!r}: the dotted KEY {key.strip()!r} has an empty part")
-    try:
-        value: Any = json.loads(raw)
-    except json.JSONDecodeError:
-        value = raw
-    return key.strip(), value
