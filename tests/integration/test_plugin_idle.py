@@ -19,9 +19,10 @@ def test_plugin_is_registered_and_imports_nothing_heavy(pytester: pytest.Pyteste
             heavy = {"verifiers", "verifiers.v1", "openai", "aiohttp"}
             ours = {m for m in sys.modules if m.startswith("vfcheck")}
             assert not heavy & set(sys.modules), heavy & set(sys.modules)
-            # the option table the plugin registers its options from (standard library only)
+            # the option table the plugin registers its options from, and its Option
+            # class (standard library only)
             assert ours == {"vfcheck", "vfcheck.frontends", "vfcheck.frontends.plugin",
-                            "vfcheck.option_table", "vfcheck.paths"}, ours
+                            "vfcheck.option", "vfcheck.option_table", "vfcheck.paths"}, ours
         """
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
