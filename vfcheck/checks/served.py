@@ -22,6 +22,7 @@ from vfcheck.checks.context import CheckContext
 from vfcheck.checks.lab import agent_fault, episode_lab, unfinished_plays
 from vfcheck.checks.registry import check
 from vfcheck.findings import Finding, Outcome
+from vfcheck.host.attempts import deadline_hit
 
 WHY = "training serves the env; a task that does not survive the wire trains on something else"
 ABSENT = "(absent)"
@@ -404,9 +405,9 @@ async def play_served(ctx: CheckContext, lab: Any, served: Any, task: Any) -> An
     fails_when="cancelled with a `CancelRequest` while a model request hangs, the server does "
     "not answer the cancel within 5 s, the run is not answered with the cancellation within "
     "15 s (the rollout goes on to a finished episode, ends in another error, or never ends), or "
-    "a delta after the cancel still previews a message. A preview verifiers itself leaves "
-    "(0.4.0 sends no delta after a cancelled rollout) is named in the message as the library's "
-    "finding (`vfcheck library`: `served.cancel.assembled`)",
+    "a delta after the cancel still previews a message of the request it cancelled. A preview "
+    "verifiers itself leaves (0.4.0 sends no delta after a cancelled rollout) is named in the "
+    "message as the library's finding (`vfcheck library`: `served.cancel.assembled`)",
     why="trainers cancel served runs they no longer need; one that runs on holds the server's "
     "slot and its inference",
 )
@@ -451,9 +452,16 @@ async def served_cancel(ctx: CheckContext, task: Any) -> Finding:
     if (wrong := run_problem(result.run_reply, END_WAIT)) is not None:
         problems.append(wrong)
     note = ""
-    if result.pending and result.deltas_after_cancel:
+    if not result.saw_preview:  # the cancel came before any request: a slow start, not
+        # the env, may have decided what follows, so a failure here is run again alone
+        deadline_hit(f"served.cancel: no request was previewed within {lab.timeout:g}s")
+    if result.pending and result.deltas_after_cancel and result.saw_preview:
         problems.append(f"after the cancel the server's last delta still previews "
                         f"{result.pending} message(s)")
+    elif result.pending and result.deltas_after_cancel:
+        note = (f"; a delta after the cancel still previews {result.pending} message(s), "
+                "but the cancel came before any request was previewed (not mid-request): "
+                "the rollout was still starting, so that is not held against the env")
     elif result.pending:
         note = (f"; the client's assembly still shows the {result.pending} previewed "
                 "message(s) of the cancelled request, as verifiers leaves them: it sends no "
