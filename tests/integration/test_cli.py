@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import BROKEN_GOLD, BROKEN_GOLD_ENV, CheckCache, basic_check, vfcheck
@@ -81,23 +82,29 @@ def mock_server(tmp_path: Path) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
+def vf_eval_traces(base_url: str, fixtures_dir: Path, out: Path) -> list[Any]:
+    """The first trace of each of two vf-eval episodes of vfc-echo, played against the
+    model server at `base_url` (`vfcheck mock-server`)."""
+    done = subprocess.run(
+        [str(BIN / "vf-eval"), "vfc-echo", "-n", "2", "--push", "false",
+         "--client.base-url", base_url, "--client.api-key-var", "VFCHECK_API_KEY",
+         "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
+         "--model", "vfcheck-scripted", "-o", str(out / "out")],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=out,
+        env={**os.environ, "VFCHECK_API_KEY": "x", "PYTHONPATH": str(fixtures_dir),
+             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (traces,) = (out / "out").rglob("traces.jsonl")
+    return [json.loads(line)["traces"][0] for line in traces.read_text().splitlines()]
+
+
 @pytest.mark.slow
 def test_mock_server_answers_the_real_vf_eval(
     mock_server: str, fixtures_dir: Path, tmp_path: Path
 ) -> None:
     """vf-eval runs in another process: the loopback server is its model."""
-    done = subprocess.run(
-        [str(BIN / "vf-eval"), "vfc-echo", "-n", "2", "--push", "false",
-         "--client.base-url", mock_server, "--client.api-key-var", "VFCHECK_API_KEY",
-         "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
-         "--model", "vfcheck-scripted", "-o", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=tmp_path,
-        env={**os.environ, "VFCHECK_API_KEY": "x", "PYTHONPATH": str(fixtures_dir),
-             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"},
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    (traces,) = (tmp_path / "out").rglob("traces.jsonl")
-    rewards = [json.loads(line)["traces"][0]["rewards"] for line in traces.read_text().splitlines()]
+    rewards = [t["rewards"] for t in vf_eval_traces(mock_server, fixtures_dir, tmp_path)]
     assert len(rewards) == 2
     assert all(r["echoed"]["score"] == 1.0 for r in rewards), rewards
 

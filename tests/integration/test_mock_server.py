@@ -9,18 +9,15 @@ to the openai SDK and to the real `vf-eval`.
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-BIN = Path(sys.executable).parent
+from .test_cli import vf_eval_traces
 
 SERVED = """
 judge = "negative"
@@ -109,19 +106,7 @@ def test_vf_eval_plays_the_served_script(
     served: str, fixtures_dir: Path, tmp_path: Path
 ) -> None:
     """vf-eval's episodes get the script's replies, not the default echo (reward 0)."""
-    done = subprocess.run(
-        [str(BIN / "vf-eval"), "vfc-echo", "-n", "2", "--push", "false",
-         "--client.base-url", served, "--client.api-key-var", "VFCHECK_API_KEY",
-         "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
-         "--model", "vfcheck-scripted", "-o", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, cwd=tmp_path,
-        env={**os.environ, "VFCHECK_API_KEY": "x", "PYTHONPATH": str(fixtures_dir),
-             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"},
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    (traces,) = (tmp_path / "out").rglob("traces.jsonl")
-    records: list[Any] = [json.loads(line)["traces"][0] for line in
-                          traces.read_text().splitlines()]
+    records = vf_eval_traces(served, fixtures_dir, tmp_path)
     replies = [[n["message"]["content"] for n in t["nodes"]
                 if n["message"]["role"] == "assistant"] for t in records]
     assert len(replies) == 2 and all(r == ["scripted one"] for r in replies), replies
