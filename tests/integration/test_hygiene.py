@@ -21,7 +21,7 @@ LEAK = "sleep 3600"
 
 def live_pids_running(command: str) -> list[int]:
     """Every live (not zombie) process on the machine whose command line is `command`."""
-    from vfcheck.checks.hygiene import cmdline
+    from vfcheck.host.processes import cmdline
 
     found = []
     for entry in Path("/proc").iterdir():
@@ -44,17 +44,18 @@ def test_an_orphan_is_adopted_reported_and_killed() -> None:
     before it looks."""
     script = textwrap.dedent(f"""
         import json, os, subprocess, time
-        from vfcheck.checks import hygiene
-        assert hygiene.become_subreaper()
+        from vfcheck.host.leftovers import leftovers, stop
+        from vfcheck.host.processes import become_subreaper
+        assert become_subreaper()
         subprocess.run(["sh", "-c", "{LEAK} >/dev/null 2>&1 &"], check=True)
         deadline = time.monotonic() + 10
-        found = hygiene.leftovers(os.getpid())
+        found = leftovers(os.getpid())
         while time.monotonic() < deadline and [p.cmdline for p in found] != ["{LEAK}"]:
             time.sleep(0.05)
-            found = hygiene.leftovers(os.getpid())
-        hygiene.stop(found)
+            found = leftovers(os.getpid())
+        stop(found)
         print(json.dumps({{"found": [[p.pid, p.cmdline] for p in found],
-                          "after": [p.pid for p in hygiene.leftovers(os.getpid())]}}))
+                          "after": [p.pid for p in leftovers(os.getpid())]}}))
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60, check=True)
@@ -73,6 +74,7 @@ def test_a_tool_server_left_running_is_named_as_verifiers_tool_server() -> None:
     import os
 
     from vfcheck.checks import hygiene
+    from vfcheck.host.leftovers import leftovers
 
     server = subprocess.Popen(
         [sys.executable, "-m", "http.server", "0"], stdout=subprocess.DEVNULL,
@@ -80,7 +82,7 @@ def test_a_tool_server_left_running_is_named_as_verifiers_tool_server() -> None:
         env={**os.environ, "VF_CONFIG": "{}", "VF_STATE_URL": ""})
     plain = subprocess.Popen(LEAK.split())
     try:
-        found = hygiene.leftovers(os.getpid())
+        found = leftovers(os.getpid())
         assert {(p.pid, p.tool_server) for p in found} >= {(server.pid, True),
                                                            (plain.pid, False)}
         mine = [p for p in found if p.pid in (server.pid, plain.pid)]
@@ -108,8 +110,9 @@ def test_without_a_subreaper_the_finding_names_what_it_could_not_see() -> None:
     script = textwrap.dedent("""
         import json
         from vfcheck.checks import hygiene
+        from vfcheck.host.processes import become_subreaper
         before = hygiene.processes_finding("vfc-x", [])
-        assert hygiene.become_subreaper()
+        assert become_subreaper()
         after = hygiene.processes_finding("vfc-x", [])
         print(json.dumps([[f.outcome, f.message, f.details["subreaper"]] for f in (before, after)]))
     """)

@@ -28,12 +28,6 @@ from vfcheck.checks.context import CheckContext
 from vfcheck.checks.registry import check, spec_of
 from vfcheck.findings import Finding
 from vfcheck.host.leftovers import Leftover, leftovers, stop
-from vfcheck.host.processes import (  # what the tests reach through the check's module
-    become_subreaper as become_subreaper,
-)
-from vfcheck.host.processes import (
-    cmdline as cmdline,
-)
 from vfcheck.host.processes import is_subreaper
 
 CHECK = "hygiene.processes"
