@@ -88,7 +88,7 @@ async def test_signalling_its_group_stops_it_and_what_it_started(warm, how) -> N
 
 
 async def test_hygiene_names_a_leftover_warm_tool_server(warm) -> None:
-    from vfcheck.checks.hygiene import leftovers, stop
+    from vfcheck.host.leftovers import leftovers, stop
 
     env, _ = warm
     server = {**env, "VF_CONFIG": "{}", "VF_STATE_URL": ""}

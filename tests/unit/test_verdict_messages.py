@@ -8,8 +8,9 @@ from types import SimpleNamespace
 import pytest
 
 from vfcheck.checks import hygiene
-from vfcheck.checks.hygiene import Leftover, listed, processes_finding
+from vfcheck.checks.hygiene import listed, processes_finding
 from vfcheck.checks.network import describe_connections, describe_refused, in_processes, in_worker
+from vfcheck.host.leftovers import Leftover
 from vfcheck.model import TaskRef
 
 SCORING = "the scoring stage of an episode"
