@@ -81,7 +81,10 @@ class CheckOptions:
 
     @property
     def played_seed(self) -> int:
-        """The seed this run plays (`vfcheck.script.seed_that_plays`)."""
+        """The seed this run plays (`vfcheck.script.seed_that_plays`); without a script
+        file the scripted model (and the openai SDK) is not imported to say so."""
+        if self.seed is None and not self.script:
+            return 0
         from vfcheck.script import seed_that_plays
 
         return seed_that_plays(self.seed, self.script)
