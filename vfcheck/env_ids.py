@@ -47,6 +47,32 @@ def env_module_file(env_id: str, paths: Sequence[str] = ()) -> Path | None:
     return Path(origin) if origin else Path(name)
 
 
+HINT_BYTES = 2 * 2**20
+"""How much of an env's source `mentions` reads at most (a package's modules together)."""
+
+
+def mentions(env_id: str, paths: Sequence[str], word: str) -> bool:
+    """Whether `word` (any case) is in the source of `env_id`'s module, or of its package's
+    modules: a hint before the load for what only the load can tell (its toolsets), never
+    a verdict."""
+    found = env_module_file(env_id, paths)
+    if found is None:
+        return False
+    root = found.parent if found.name == "__init__.py" else found
+    files = sorted(root.rglob("*.py")) if root.is_dir() else [root]
+    left, word = HINT_BYTES, word.lower()
+    for file in files:
+        try:
+            text = file.read_bytes()[:left]
+        except OSError:
+            continue
+        if word in text.decode("utf-8", "replace").lower():
+            return True
+        if (left := left - len(text)) <= 0:
+            break
+    return False
+
+
 def _builtin_tasksets() -> Path | None:
     """verifiers' own tasksets folder, found without importing verifiers."""
     spec = importlib.machinery.PathFinder.find_spec("verifiers", sys.path)

@@ -47,3 +47,16 @@ def test_ids_that_name_a_module_pass_without_importing_it(project: Path) -> None
 def test_a_file_path_for_an_id_is_left_to_the_load_which_says_how_to_write_it(
         project: Path) -> None:
     resolve(project, {"envs": ["envs/my_env.py"]}, find_envs=True)
+
+
+def test_a_word_in_an_envs_source_is_found_without_importing_it(project: Path) -> None:
+    from vfcheck.env_ids import mentions
+
+    envs = str(project / "envs")
+    (project / "envs" / "tool_env.py").write_text(
+        "raise SystemExit('never imported')\nclass T(vf.Toolset): ...\n")
+    (project / "envs" / "other_env" / "tools.py").write_text("toolsets = []\n")
+    assert mentions("tool-env", [envs], "toolset")
+    assert mentions("other-env", [envs], "toolset")  # a package: its modules too
+    assert not mentions("my-env", [envs], "toolset")
+    assert not mentions("no-such-env", [envs], "toolset")

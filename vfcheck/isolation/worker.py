@@ -68,6 +68,7 @@ supervisor; past this, the worker goes on as if it had ended (vfcheck's own code
 QUEUED_EVERY = 1.0
 """Seconds between two `queued` events while episodes wait at the gate: the supervisor's
 hard deadlines move by what they say (`vfcheck.host.queue_clock`)."""
+NO_TOOL_SERVERS = "the env has no tool servers"
 UNIT_CONCURRENCY = 4
 """Task-scoped checks (setup, gold, noop) in flight at once; the episode-playing checks share
 the episode lab's gate instead (most of their time is waiting: timeouts, settles)."""
@@ -171,20 +172,32 @@ class Worker:
         for unit in [] if plan_only else self.units("after"):  # verifiers closed its runners
             await self.run_unit(REGISTRY[unit[0]], None)
 
-    def start_warm_starts(self) -> None:
+    def start_warm_starts(self, *, loaded: bool = True) -> None:
         """Start the warm interpreter if the env has tool servers (a chat env forks nothing:
         it would only pay for the imports), with the environment they will get once
-        `guard_children` ran; it imports while the checks that need no episode run."""
-        from vfcheck.episodes.tiers import offers_tools
+        `guard_children` ran. Before the load, the env's source naming a toolset is the
+        hint (`vfcheck.env_ids.mentions`): the interpreter then imports while the worker
+        loads, on the core the load leaves idle. After it the env says, and an interpreter
+        the hint started for an env without tool servers is stopped."""
+        from vfcheck.env_ids import mentions
 
         if self.ctx.options.cold_starts:
             return
+        if not loaded:
+            if mentions(self.env_id, self.ctx.options.paths, "toolset"):
+                WARM.start(guarded_environ(os.environ, child_log_of(self.events)))
+            return
+        from vfcheck.episodes.tiers import offers_tools
+
         try:
             tools = offers_tools(self.ctx.env)
         except Exception:  # noqa: BLE001 - env code's toolsets(): the episodes will say
             tools = any(t.tools for t in self.ctx.tiers)
         if tools:
             WARM.start(guarded_environ(os.environ, child_log_of(self.events)))
+        elif WARM.zygote is not None:
+            WARM.close()
+            WARM.why_cold = NO_TOOL_SERVERS
 
     def end_warm_starts(self) -> None:
         """Stop the warm interpreter and say how this worker's processes started (a
@@ -385,7 +398,9 @@ async def main_async(spec: dict[str, Any]) -> None:
     prepare_process_env(worker.ctx.options.paths, wheels=worker.ctx.options.wheels)
     become_subreaper()  # orphans of env code stay below the worker, in view
     WARM.off("warm starts are off (--cold-starts)" if worker.ctx.options.cold_starts
-             else "the env has no tool servers")  # until `start_warm_starts`
+             else NO_TOOL_SERVERS)  # until `start_warm_starts`
+    if not worker.spec.get("plan_only"):
+        worker.start_warm_starts(loaded=False)
     try:
         await worker.run()
     finally:
