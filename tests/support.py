@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,35 @@ def check_report(*args: str, cwd: Path, env: dict[str, str] | None = None,
     return CheckRun(done.returncode, done.stdout, done.stderr, cwd)
 
 
+@dataclass
+class PluginRun:
+    """`pytest --vf-env ...` run as a user runs it, in a folder of its own."""
+
+    ret: int
+    stdout: str
+    envs: dict[str, Any]
+
+    @property
+    def lines(self) -> list[str]:
+        return self.stdout.splitlines()
+
+
+def run_plugin(cwd: Path, fixtures_dir: Path, envs: list[str], *extra: str) -> PluginRun:
+    """`pytest --vf-env ENV... --vf-path FIXTURES --vf-json vfcheck.json EXTRA` in `cwd`."""
+    report = cwd / "vfcheck.json"
+    args = [a for env in envs for a in ("--vf-env", env)]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, f"--vf-path={fixtures_dir}",
+         "--vf-json", str(report), "-p", "no:cacheprovider", "-rA", *extra],
+        cwd=cwd, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
+    )
+    return PluginRun(done.returncode, done.stdout, _envs_of(report))
+
+
+def _envs_of(report: Path) -> dict[str, Any]:
+    return {env["id"]: env for env in json.loads(report.read_text())["envs"]}
+
+
 def by_unit(env: dict[str, Any]) -> dict[tuple[str, int | None], dict[str, Any]]:
     """An env's findings by (check, task index)."""
     return {(f["check"], f["task"]["index"] if f["task"] else None): f
@@ -82,25 +112,44 @@ class CheckCache:
 
     def check(self, *args: str, env: dict[str, str] | None = None,
               cwd: Path | None = None) -> CheckRun:
-        key = hashlib.sha256(json.dumps([args, sorted((env or {}).items()), str(cwd)])
-                             .encode()).hexdigest()[:16]
+        def run(folder: Path) -> list[Any]:
+            out = {**(env or {})}
+            given = args
+            if cwd is not None:  # relative outputs still go to the folder
+                out = {k: str(folder / v) if k == "GITHUB_STEP_SUMMARY" else v
+                       for k, v in out.items()}
+                given = tuple(str(folder / a) if i and args[i - 1] in OUTPUT_FLAGS else a
+                              for i, a in enumerate(args))
+            done = vfcheck("check", *given, "--json", str(folder / "report.json"),
+                           cwd=cwd or folder, env=out)
+            return [done.returncode, done.stdout, done.stderr]
+
+        folder, (returncode, stdout, stderr) = self._once(
+            ["check", args, sorted((env or {}).items()), str(cwd)], run)
+        assert (folder / "report.json").exists(), stdout[-2000:] + stderr[-2000:]
+        return CheckRun(returncode, stdout, stderr, folder)
+
+    def plugin(self, envs: list[str], *extra: str, fixtures: Path = FIXTURES) -> PluginRun:
+        """`run_plugin` in a folder of its own, once per session: the module fixtures that
+        read one plugin run get the same one on every xdist worker their tests land on."""
+        def run(folder: Path) -> list[Any]:
+            done = run_plugin(folder, fixtures, envs, *extra)
+            return [done.ret, done.stdout]
+
+        folder, (ret, stdout) = self._once(["plugin", envs, extra, str(fixtures)], run)
+        return PluginRun(ret, stdout, _envs_of(folder / "vfcheck.json"))
+
+    def _once(self, key_of: list[Any], run: Callable[[Path], list[Any]]) -> tuple[Path, Any]:
+        """`run(folder)`'s JSON result, run in the folder of `key_of` by the first worker to
+        ask while the others wait; theirs is the one it wrote."""
+        key = hashlib.sha256(json.dumps(key_of).encode()).hexdigest()[:16]
         folder = self.root / key
         with FileLock(str(self.root / f"{key}.lock")):
             done = folder / "done.json"
             if not done.exists():
                 folder.mkdir(parents=True, exist_ok=True)
-                out = {**(env or {})}
-                if cwd is not None:  # relative outputs still go to the folder
-                    out = {k: str(folder / v) if k == "GITHUB_STEP_SUMMARY" else v
-                           for k, v in out.items()}
-                    args = tuple(str(folder / a) if i and args[i - 1] in OUTPUT_FLAGS else a
-                                 for i, a in enumerate(args))
-                run = vfcheck("check", *args, "--json", str(folder / "report.json"),
-                              cwd=cwd or folder, env=out)
-                done.write_text(json.dumps([run.returncode, run.stdout, run.stderr]))
-            returncode, stdout, stderr = json.loads(done.read_text())
-        assert (folder / "report.json").exists(), stdout[-2000:] + stderr[-2000:]
-        return CheckRun(returncode, stdout, stderr, folder)
+                done.write_text(json.dumps(run(folder)))
+            return folder, json.loads(done.read_text())
 
 
 OUTPUT_FLAGS = {"--junit-xml", "--html"}

@@ -5,16 +5,12 @@ rest passes; the well-behaved fixtures pass everything. Driven through the pytes
 
 from __future__ import annotations
 
-import json
 import shlex
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import FIXTURES, by_unit
+from support import FIXTURES, CheckCache, PluginRun, by_unit, run_plugin
 
 from vfcheck.checks import BY_ID
 
@@ -69,31 +65,6 @@ GOLDEN = FIXTURES.parent / "golden"
 """The fixture envs' committed golden traces (vfc-broken-golden's are stale on purpose)."""
 
 
-@dataclass
-class PluginRun:
-    """`pytest --vf-env ...` run as a user runs it, in a folder of its own."""
-
-    ret: int
-    stdout: str
-    envs: dict[str, Any]
-
-    @property
-    def lines(self) -> list[str]:
-        return self.stdout.splitlines()
-
-
-def run_plugin(cwd: Path, fixtures_dir: Path, envs: list[str], *extra: str) -> PluginRun:
-    report = cwd / "vfcheck.json"
-    args = [a for env in envs for a in ("--vf-env", env)]
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", *args, f"--vf-path={fixtures_dir}",
-         "--vf-json", str(report), "-p", "no:cacheprovider", "-rA", *extra],
-        cwd=cwd, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
-    )
-    data = json.loads(report.read_text())
-    return PluginRun(done.returncode, done.stdout, {env["id"]: env for env in data["envs"]})
-
-
 def units_with(env: dict[str, Any], outcomes: set[str]) -> set[Unit]:
     return {
         (f["check"], f["task"]["index"] if f["task"] else None)
@@ -102,10 +73,9 @@ def units_with(env: dict[str, Any], outcomes: set[str]) -> set[Unit]:
 
 
 @pytest.fixture(scope="module")
-def broken_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
+def broken_run(checked: CheckCache) -> PluginRun:
     """The broken fixtures, checked once for all the tests that read the verdicts."""
-    return run_plugin(tmp_path_factory.mktemp("broken"), FIXTURES, sorted(BROKEN),
-                      f"--vf-golden-dir={GOLDEN}", CONFORMANCE)
+    return checked.plugin(sorted(BROKEN), f"--vf-golden-dir={GOLDEN}", CONFORMANCE)
 
 
 @pytest.mark.slow

@@ -13,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import FIXTURES, by_unit, check_report
-
-from .test_checks import run_plugin
+from support import FIXTURES, by_unit, check_report, run_plugin
 
 CHECKS = "setup,gold,noop,episode,robustness"
 FAILED = {("gold", 1), ("noop", 1), ("episode", 1), ("robustness", 1)}

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import CheckCache, PluginRun, run_plugin
 
 from vfcheck.checks import BY_ID
 
-from .test_checks import FIXTURES, PluginRun, run_plugin, units_with
+from .test_checks import FIXTURES, units_with
 
 PROBE_FAMILIES = "reward,exploit,judge"
 SAMPLED = range(3)
@@ -40,31 +41,27 @@ JUDGE_ENVS = {"vfc-judge", "vfc-judge-labels"}
 
 
 @pytest.fixture(scope="module")
-def probe_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
-    return run_plugin(tmp_path_factory.mktemp("probes"), FIXTURES,
-                      sorted({*BREAKS, *CLEAN} - set(OWN_RUNS)),
-                      f"--vf-checks={PROBE_FAMILIES}")
+def probe_run(checked: CheckCache) -> PluginRun:
+    return checked.plugin(sorted({*BREAKS, *CLEAN} - set(OWN_RUNS)),
+                          f"--vf-checks={PROBE_FAMILIES}")
 
 
 @pytest.fixture(scope="module")
-def gameable_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
-    return run_plugin(tmp_path_factory.mktemp("gameable"), FIXTURES, ["vfc-reward-gameable"],
-                      f"--vf-checks={PROBE_FAMILIES}", "--vf-sample=6")
+def gameable_run(checked: CheckCache) -> PluginRun:
+    return checked.plugin(["vfc-reward-gameable"], f"--vf-checks={PROBE_FAMILIES}", "--vf-sample=6")
 
 
 @pytest.fixture(scope="module")
-def toolspam_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
+def toolspam_run(checked: CheckCache) -> PluginRun:
     """Tool envs: their episodes start tool servers (seconds each), so exploits only; with
     the clean vfc-counter, whose only tool takes no arguments."""
-    return run_plugin(tmp_path_factory.mktemp("toolspam"), FIXTURES,
-                      ["vfc-reward-toolspam", "vfc-counter"], "--vf-checks=exploit")
+    return checked.plugin(["vfc-reward-toolspam", "vfc-counter"], "--vf-checks=exploit")
 
 
 @pytest.fixture(scope="module")
-def backwards_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
+def backwards_run(checked: CheckCache) -> PluginRun:
     """A judge wired backwards rewards every reply its judge rejects: judge probes only."""
-    return run_plugin(tmp_path_factory.mktemp("backwards"), FIXTURES, ["vfc-judge-backwards"],
-                      "--vf-checks=judge")
+    return checked.plugin(["vfc-judge-backwards"], "--vf-checks=judge")
 
 
 OWN_RUNS = {"vfc-reward-gameable": "gameable_run", "vfc-reward-toolspam": "toolspam_run",

@@ -10,10 +10,11 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from support import CheckCache, PluginRun, run_plugin
 
 from vfcheck.checks import BY_ID
 
-from .test_checks import CONFORMANCE, FIXTURES, PluginRun, Unit, run_plugin, units_with
+from .test_checks import CONFORMANCE, FIXTURES, Unit, units_with
 
 SERVED = "served.data", "served.episode", "served.cancel"
 BREAKS: dict[str, set[Unit]] = {
@@ -50,15 +51,13 @@ CLEAN = ["vfc-echo", "vfc-served-wire", "vfc-multiturn", "vfc-duet", "vfc-judge"
 
 
 @pytest.fixture(scope="module")
-def served_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
-    return run_plugin(tmp_path_factory.mktemp("served"), FIXTURES, sorted(BREAKS),
-                      f"{CONFORMANCE},served")
+def served_run(checked: CheckCache) -> PluginRun:
+    return checked.plugin(sorted(BREAKS), f"{CONFORMANCE},served")
 
 
 @pytest.fixture(scope="module")
-def clean_run(tmp_path_factory: pytest.TempPathFactory) -> PluginRun:
-    return run_plugin(tmp_path_factory.mktemp("served-clean"), FIXTURES, CLEAN,
-                      "--vf-checks=served,hygiene")
+def clean_run(checked: CheckCache) -> PluginRun:
+    return checked.plugin(CLEAN, "--vf-checks=served,hygiene")
 
 
 @pytest.mark.slow
