@@ -124,7 +124,7 @@ class CheckCache:
                            cwd=cwd or folder, env=out)
             return [done.returncode, done.stdout, done.stderr]
 
-        folder, (returncode, stdout, stderr) = self._once(
+        folder, (returncode, stdout, stderr) = self.once(
             ["check", args, sorted((env or {}).items()), str(cwd)], run)
         assert (folder / "report.json").exists(), stdout[-2000:] + stderr[-2000:]
         return CheckRun(returncode, stdout, stderr, folder)
@@ -136,10 +136,10 @@ class CheckCache:
             done = run_plugin(folder, fixtures, envs, *extra)
             return [done.ret, done.stdout]
 
-        folder, (ret, stdout) = self._once(["plugin", envs, extra, str(fixtures)], run)
+        folder, (ret, stdout) = self.once(["plugin", envs, extra, str(fixtures)], run)
         return PluginRun(ret, stdout, _envs_of(folder / "vfcheck.json"))
 
-    def _once(self, key_of: list[Any], run: Callable[[Path], list[Any]]) -> tuple[Path, Any]:
+    def once(self, key_of: list[Any], run: Callable[[Path], list[Any]]) -> tuple[Path, Any]:
         """`run(folder)`'s JSON result, run in the folder of `key_of` by the first worker to
         ask while the others wait; theirs is the one it wrote."""
         key = hashlib.sha256(json.dumps(key_of).encode()).hexdigest()[:16]

@@ -2,7 +2,8 @@
 shipped baseline, a reproduction of every baseline entry, the baseline's strictness, and
 feature detection on a verifiers that lacks a hook.
 
-The full suite (CLIs + probe episodes, ~30 s) runs once per test session, shared by every
+The full suite (`vfcheck library --no-baseline`: CLIs + probe episodes, ~30 s) runs once per
+test session, shared by every
 xdist worker through a lock file; the tests that need it are `slow`.
 """
 
@@ -10,17 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import CheckCache, vfcheck
 from unit.test_library import ENTRIES, SHIPPED, VERSION, _entry
 
 from vfcheck.findings import Finding
@@ -28,7 +27,6 @@ from vfcheck.library import (
     LIBRARY_FAMILIES,
     PROBE_ENV,
     apply_baseline,
-    library_findings,
 )
 from vfcheck.library.baseline import Baseline, Entry
 from vfcheck.library.source import verifiers_root
@@ -38,30 +36,19 @@ needs_baseline = pytest.mark.skipif(SHIPPED is None,
                                     reason=f"no shipped baseline for verifiers {VERSION}")
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 @pytest.fixture(scope="session")
-def raw_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[Finding]]:
-    """`library_findings(baseline=False)` once per session (xdist workers share it)."""
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent
-    data = shared / "vfcheck-library-raw.json"
-    with _locked(shared / "vfcheck-library.lock"):
-        if not data.is_file():
-            env, findings = library_findings(baseline=False)
-            data.write_text(json.dumps(
-                {"env": env, "findings": [f.as_dict() for f in findings]}, default=str))
-    loaded = json.loads(data.read_text())
-    return loaded["env"], [Finding.from_dict(f) for f in loaded["findings"]]
+def raw_run(checked: CheckCache) -> tuple[str, list[Finding]]:
+    """`vfcheck library --no-baseline --json`, once per session (xdist workers share it):
+    the findings as the CLI reports them, before any baseline."""
+    def run(folder: Path) -> list[Any]:
+        done = vfcheck("library", "--no-baseline", "--json", str(folder / "raw.json"),
+                       cwd=folder)
+        return [done.returncode, done.stdout[-3000:] + done.stderr[-3000:]]
+
+    folder, (code, said) = checked.once(["library", "--no-baseline"], run)
+    assert code == 1, said  # the baselined behaviours fail without their baseline
+    (env,) = json.loads((folder / "raw.json").read_text())["envs"]
+    return env["id"], [Finding.from_dict(f) for f in env["findings"]]
 
 
 @pytest.fixture
@@ -356,23 +343,22 @@ def test_usage_names_a_bare_command(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_front_ends_library_cli_and_plugin(tmp_path: Path) -> None:
-    """`vfcheck library --json` and `pytest --vf-library` report the same findings; with the
-    shipped baseline both are green and the baselined behaviours are expected/xfailed."""
-    out = tmp_path / "library.json"
-    done = subprocess.run([sys.executable, "-m", "vfcheck", "library", "--json", str(out)],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
-                          stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, done.stdout[-3000:]
-    (env,) = json.loads(out.read_text())["envs"]
-    assert env["id"].startswith("verifiers@")
-    expected = [f for f in env["findings"] if f["outcome"] == "expected"]
-    assert expected and not [f for f in env["findings"] if f["outcome"] in ("failed", "error")]
+def test_front_ends_library_cli_and_plugin(raw: list[Finding], tmp_path: Path) -> None:
+    """`vfcheck library --json` (its `--no-baseline` run, with the shipped baseline applied)
+    and `pytest --vf-library` report the same findings; with the shipped baseline both are
+    green and the baselined behaviours are expected/xfailed."""
+    judged = apply_baseline(raw, SHIPPED)
+    expected = [f for f in judged if f.outcome == "expected"]
+    assert expected and not [f for f in judged if f.outcome in ("failed", "error")]
     plugin = subprocess.run(
-        [sys.executable, "-m", "pytest", "--vf-library", "-p", "no:cacheprovider", "-q"],
+        [sys.executable, "-m", "pytest", "--vf-library", "-p", "no:cacheprovider", "-q",
+         "--vf-json", str(tmp_path / "plugin.json")],
         capture_output=True, text=True, timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL)
     assert plugin.returncode == 0, plugin.stdout[-3000:]
     assert f"{len(expected)} xfailed" in plugin.stdout.splitlines()[-1]
+    (env,) = json.loads((tmp_path / "plugin.json").read_text())["envs"]
+    assert {f["check"]: f["outcome"] for f in env["findings"]} == {
+        f.check: f.outcome for f in judged}
 
 
 def test_a_missing_serve_hook_skips_the_served_checks(monkeypatch: pytest.MonkeyPatch) -> None:

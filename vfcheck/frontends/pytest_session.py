@@ -255,6 +255,8 @@ class VfcheckSession:
                                        f"(exit {self._library_proc.returncode})")
             time.sleep(0.2)
         report: dict[str, Any] = json.loads(path.read_text())
+        if not self.check_run.others:  # the run's own reports (--vf-json, --vf-html) hold it
+            self.check_run.others = [EnvReport.from_dict(env) for env in report["envs"]]
         return report
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:

@@ -64,6 +64,9 @@ class CheckRun:
         self.received: dict[str, EnvReport] = {}
         """Reports of envs checked in other processes (xdist workers), by env id: they
         stand for the plan-only checks of those envs here."""
+        self.others: list[EnvReport] = []
+        """Reports of this run made by other means than an env check (`pytest
+        --vf-library`'s library suite), written with the envs'."""
         self._slots: threading.BoundedSemaphore | None = None
         self._signals: list[int] = []
         """SIGINT/SIGTERM codes in arrival order, from `start` on (`first_interrupt_wins`)."""
@@ -161,7 +164,7 @@ class CheckRun:
                 report = self.checks[env_id].report()
                 report.worker, report.host = self.worker, socket.gethostname()
                 reports.append(report)
-        return reports
+        return [*reports, *self.others]
 
     CHECKPOINT_EVERY = 1.0
     """Seconds between two writes of the JSON report while the run goes on."""
