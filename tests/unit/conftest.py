@@ -46,13 +46,23 @@ def _refuse(what: str) -> Any:
 
 
 class _NoVerifiers(MetaPathFinder):
+    """Refuses verifiers while a unit test runs (`active`), and only then: pytester restores
+    the `sys.meta_path` it saw at its setup, this finder in it, after the test is over."""
+
+    active = 0
+
     def find_spec(self, name: str, path: Any = None, target: ModuleType | None = None
                   ) -> ModuleSpec | None:
-        if name == "verifiers" or name.startswith("verifiers."):
+        if self.active and (name == "verifiers" or name.startswith("verifiers.")):
             raise UnitTierViolation(
                 f"the unit tier imports no verifiers (import {name}); move this test to "
                 "tests/integration")
         return None
+
+
+_NO_VERIFIERS = _NoVerifiers()
+_HIDDEN: dict[str, ModuleType] = {}
+"""Every verifiers module a unit test's guard hid from `sys.modules` (and put back)."""
 
 
 def _is_verifiers(name: str) -> bool:
@@ -62,7 +72,9 @@ def _is_verifiers(name: str) -> bool:
 @contextmanager
 def unit_tier() -> Iterator[None]:
     hidden = {name: sys.modules.pop(name) for name in list(sys.modules) if _is_verifiers(name)}
-    finder = _NoVerifiers()
+    _HIDDEN.update(hidden)
+    finder = _NO_VERIFIERS
+    finder.active += 1
     sys.meta_path.insert(0, finder)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(subprocess.Popen, "__init__", _refuse("subprocess"))
@@ -73,6 +85,7 @@ def unit_tier() -> Iterator[None]:
         try:
             yield
         finally:
+            finder.active -= 1
             sys.meta_path.remove(finder)
             for name in [n for n in sys.modules if _is_verifiers(n)]:
                 del sys.modules[name]  # a half import the guard refused
@@ -101,3 +114,15 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     with unit_tier():
         return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    """pytester's teardown puts back the `sys.modules` it saw at its setup, inside the guard:
+    without the verifiers modules the guard hid. Put them back, so that a later integration
+    test of this process finds the verifiers the rest of vfcheck imported, not a second one."""
+    try:
+        return (yield)
+    finally:
+        for name, module in _HIDDEN.items():
+            sys.modules.setdefault(name, module)
