@@ -59,6 +59,8 @@ def mentions(env_id: str, paths: Sequence[str], word: str) -> bool:
     if found is None:
         return False
     root = found.parent if found.name == "__init__.py" else found
+    if not root.exists() and root.with_suffix(".py").is_file():  # a built-in taskset module
+        root = root.with_suffix(".py")
     files = sorted(root.rglob("*.py")) if root.is_dir() else [root]
     left, word = HINT_BYTES, word.lower()
     for file in files:
