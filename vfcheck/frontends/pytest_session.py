@@ -255,8 +255,6 @@ class VfcheckSession:
                                        f"(exit {self._library_proc.returncode})")
             time.sleep(0.2)
         report: dict[str, Any] = json.loads(path.read_text())
-        if not self.check_run.others:  # the run's own reports (--vf-json, --vf-html) hold it
-            self.check_run.others = [EnvReport.from_dict(env) for env in report["envs"]]
         return report
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
@@ -368,6 +366,8 @@ class LibraryCollector(pytest.Collector):
 
     def collect(self) -> list[LibraryItem]:
         (env,) = self.vf.library_report()["envs"]
+        # the run's own reports (--vf-json, --vf-html) hold the library env too
+        self.vf.check_run.others = [EnvReport.from_dict(env)]
         return [
             LibraryItem.from_parent(self, name=f["check"], nodeid=f"{self.nodeid}::{f['check']}",
                                     finding=Finding.from_dict(f))

@@ -172,23 +172,24 @@ class Worker:
         for unit in [] if plan_only else self.units("after"):  # verifiers closed its runners
             await self.run_unit(REGISTRY[unit[0]], None)
 
-    def start_warm_starts(self, *, loaded: bool = True) -> None:
+    def start_warm_starts_on_hint(self) -> None:
+        """Before the load: start the warm interpreter if the env's source names a toolset
+        (`vfcheck.env_ids.mentions`, a hint), so that it imports while the worker loads, on
+        the core the load leaves idle; `start_warm_starts` decides once the env is loaded."""
+        from vfcheck.env_ids import mentions
+
+        if not self.ctx.options.cold_starts and mentions(self.env_id, self.ctx.options.paths,
+                                                         "toolset"):
+            WARM.start(guarded_environ(os.environ, child_log_of(self.events)))
+
+    def start_warm_starts(self) -> None:
         """Start the warm interpreter if the env has tool servers (a chat env forks nothing:
         it would only pay for the imports), with the environment they will get once
-        `guard_children` ran. Before the load, the env's source naming a toolset is the
-        hint (`vfcheck.env_ids.mentions`): the interpreter then imports while the worker
-        loads, on the core the load leaves idle. After it the env says, and an interpreter
-        the hint started for an env without tool servers is stopped."""
-        from vfcheck.env_ids import mentions
+        `guard_children` ran; stop one the hint started for an env without tool servers."""
+        from vfcheck.episodes.tiers import offers_tools
 
         if self.ctx.options.cold_starts:
             return
-        if not loaded:
-            if mentions(self.env_id, self.ctx.options.paths, "toolset"):
-                WARM.start(guarded_environ(os.environ, child_log_of(self.events)))
-            return
-        from vfcheck.episodes.tiers import offers_tools
-
         try:
             tools = offers_tools(self.ctx.env)
         except Exception:  # noqa: BLE001 - env code's toolsets(): the episodes will say
@@ -400,7 +401,7 @@ async def main_async(spec: dict[str, Any]) -> None:
     WARM.off("warm starts are off (--cold-starts)" if worker.ctx.options.cold_starts
              else NO_TOOL_SERVERS)  # until `start_warm_starts`
     if not worker.spec.get("plan_only"):
-        worker.start_warm_starts(loaded=False)
+        worker.start_warm_starts_on_hint()
     try:
         await worker.run()
     finally:
