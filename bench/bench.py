@@ -861,12 +861,12 @@ class Bench:
 
 SERVED_DATA = f"""
 import asyncio, time, types
-from vfcheck.episodes.offline import prepare_process_env
+from vfcheck._episodes.offline import prepare_process_env
 prepare_process_env([{str(FIXTURES)!r}])
 import verifiers.v1
 from vfcheck.checks.served import judge_wire
-from vfcheck.episodes.runner import load_env, load_tasks
-from vfcheck.episodes.served import ServedEnv
+from vfcheck._episodes.runner import load_env, load_tasks
+from vfcheck._episodes.served import ServedEnv
 env, _ = load_env("vfc-echo")
 tasks = load_tasks(env, None)
 async def main():

@@ -2,6 +2,6 @@
 
 import sys
 
-from vfcheck.frontends.cli import main
+from vfcheck._frontends.cli import main
 
 sys.exit(main())

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from support import FIXTURES, by_unit, check_report
 
-from vfcheck.host.attempts import TWICE
+from vfcheck._host.attempts import TWICE
 
 SCORING = {"gold", "noop", "episode", "lifecycle", "preview", "robustness",
            "determinism.replay", "golden"}
@@ -135,7 +135,7 @@ def test_a_blocking_tool_fails_its_tasks_episodes_naming_the_tool(
     which names the tool call still unanswered. Tool envs' episodes start a tool server
     each (an interpreter), which a loaded 2-core machine makes slow (CI saw the
     well-behaved tasks' episodes take over 30 s): a play the deadline ended runs again
-    alone before its check fails (`vfcheck.host.attempts`), so the well-behaved tasks
+    alone before its check fails (`vfcheck._host.attempts`), so the well-behaved tasks
     pass at 30 s, and the hung task's checks fail only once they timed out twice, sharing
     the play they ran alone (one timeout more, not one per check). Two plays that did not
     finish are neither compared nor recorded: `determinism.replay` and `golden` (updating)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vfcheck.host.child_sockets import (
+from vfcheck._host.child_sockets import (
     CHILD_LOG_VAR,
     STARTUP_DIR,
     guard_children,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support import FIXTURES
 
-from vfcheck.host.attempts import TWICE
+from vfcheck._host.attempts import TWICE
 
 from .test_blocking import by_unit, check_env, not_passed
 

@@ -4,8 +4,8 @@
    tool calls with invalid JSON arguments), verifiers' own upstream client and stream parser
    (`EvalClient.relay` + `ChatDialect().stream_parser()`, `EvalClient.get_response`) and the
    openai SDK (`ChatCompletion`, `ChatCompletionStreamState`) rebuild exactly that reply.
-2. `vfcheck.traces.normalize`: scrubbing is idempotent, volatile values (ids, times, loopback ports,
-   uuids) do not survive normalisation, `trace_diff` is empty on equal inputs and names the
+2. `vfcheck._traces.normalize`: scrubbing is idempotent, volatile values (ids, times, loopback
+   ports, uuids) do not survive normalisation, `trace_diff` is empty on equal inputs and names the
    changed path otherwise, and the output is plain JSON.
 
 Every test states its example count in a module constant (and its docstring); the whole file
@@ -31,7 +31,7 @@ from unit.test_fuzz import (
     WIRE_EXAMPLES,
 )
 
-from vfcheck.model import (
+from vfcheck._model import (
     DEFAULT_BASE_URL,
     SESSION_ID_HEADER,
     Reply,

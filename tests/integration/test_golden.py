@@ -30,7 +30,7 @@ RECORDED = ["vfc-echo", "vfc-tool", "vfc-multiturn", "vfc-duet", "vfc-many"]
 def test_task_identity_prefers_an_overridden_key_then_data_id_then_index() -> None:
     import verifiers.v1 as vf
 
-    from vfcheck.traces.golden import task_identity
+    from vfcheck._traces.golden import task_identity
 
     class Keyed(vf.Task):  # type: ignore[misc]
         @property

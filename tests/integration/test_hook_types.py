@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from vfcheck.checks.hook_types import (
+from vfcheck._episodes.offline import prepare_process_env
+from vfcheck._episodes.runner import load_env, load_tasks
+from vfcheck.checks._hook_types import (
     SCORE_RULE,
     STOP_RULE,
     explain_error,
     probe,
     untouched_trace,
 )
-from vfcheck.episodes.offline import prepare_process_env
-from vfcheck.episodes.runner import load_env, load_tasks
 
 
 @pytest.fixture(scope="module")

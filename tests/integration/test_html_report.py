@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from support import ROOT
 
-from vfcheck.frontends.html_report import render_html
+from vfcheck._frontends.html_report import render_html
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(

@@ -21,7 +21,7 @@ LEAK = "sleep 3600"
 
 def live_pids_running(command: str) -> list[int]:
     """Every live (not zombie) process on the machine whose command line is `command`."""
-    from vfcheck.host.processes import cmdline
+    from vfcheck._host.processes import cmdline
 
     found = []
     for entry in Path("/proc").iterdir():
@@ -44,8 +44,8 @@ def test_an_orphan_is_adopted_reported_and_killed() -> None:
     before it looks."""
     script = textwrap.dedent(f"""
         import json, os, subprocess, time
-        from vfcheck.host.leftovers import leftovers, stop
-        from vfcheck.host.processes import become_subreaper
+        from vfcheck._host.leftovers import leftovers, stop
+        from vfcheck._host.processes import become_subreaper
         assert become_subreaper()
         subprocess.run(["sh", "-c", "{LEAK} >/dev/null 2>&1 &"], check=True)
         deadline = time.monotonic() + 10
@@ -73,8 +73,8 @@ def test_a_tool_server_left_running_is_named_as_verifiers_tool_server() -> None:
     a tool server pointing at a blocking tool; a plain leftover stays env code's."""
     import os
 
+    from vfcheck._host.leftovers import leftovers
     from vfcheck.checks import hygiene
-    from vfcheck.host.leftovers import leftovers
 
     server = subprocess.Popen(
         [sys.executable, "-m", "http.server", "0"], stdout=subprocess.DEVNULL,
@@ -110,7 +110,7 @@ def test_without_a_subreaper_the_finding_names_what_it_could_not_see() -> None:
     script = textwrap.dedent("""
         import json
         from vfcheck.checks import hygiene
-        from vfcheck.host.processes import become_subreaper
+        from vfcheck._host.processes import become_subreaper
         before = hygiene.processes_finding("vfc-x", [])
         assert become_subreaper()
         after = hygiene.processes_finding("vfc-x", [])

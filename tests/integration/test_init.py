@@ -1,4 +1,4 @@
-"""`vfcheck init` (`vfcheck.scaffold`): vfcheck added to an env package, idempotently,
+"""`vfcheck init` (`vfcheck._frontends.scaffold`): vfcheck added to an env package, idempotently,
 never overwriting what the user wrote; afterwards `pytest --vf-env ENV` passes there."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from support import ROOT
 from unit.test_init import package
 
 from vfcheck import __version__
-from vfcheck.scaffold import WORKFLOW_PATH
+from vfcheck._frontends.scaffold import WORKFLOW_PATH
 
 # ------------------------------------------------------------------ end to end
 

@@ -44,7 +44,7 @@ def start_until(args: list[str], cwd: Path, marker: str) -> tuple[subprocess.Pop
             continue
         if marker in seen[-1]:
             break
-    from vfcheck.host.processes import descendants
+    from vfcheck._host.processes import descendants
 
     children = descendants(proc.pid)  # the worker, its runtimes' programs
     assert children, "the check ran in a worker process: " + "".join(seen)[-2000:]
@@ -140,8 +140,8 @@ def test_a_second_interrupt_does_not_cut_the_report_short(
 @pytest.mark.slow
 def test_a_killed_front_end_leaves_what_it_had_found(fixtures_dir: Path, tmp_path: Path) -> None:
     """SIGKILL cannot be caught: the JSON report is written as findings arrive."""
-    from vfcheck.host.processes import kill_pids
-    from vfcheck.isolation.workdirs import sweep
+    from vfcheck._host.processes import kill_pids
+    from vfcheck._isolation.workdirs import sweep
 
     report = tmp_path / "report.json"
     proc, children = start_until(check_run(fixtures_dir, report), tmp_path, "setup[0] passed")

@@ -20,8 +20,8 @@ from verifiers.v1.judges.reference import ReferenceJudge, ReferenceJudgeConfig
 from verifiers.v1.judges.rubric import RubricJudge, RubricJudgeConfig
 from verifiers.v1.utils.score import parse_judge_choice
 
-from vfcheck.episodes.runner import run_episodes
-from vfcheck.model import (
+from vfcheck._episodes.runner import run_episodes
+from vfcheck._model import (
     DEFAULT_BASE_URL,
     FALLBACK_LABELS,
     SESSION_ID_HEADER,
@@ -36,8 +36,8 @@ from vfcheck.model import (
     fixed,
     judge_policy,
 )
-from vfcheck.model.judges import garbage_text, read_labels, rubric_criteria
-from vfcheck.script import Script
+from vfcheck._model.judges import garbage_text, read_labels, rubric_criteria
+from vfcheck._model.script import Script
 
 KEY_VAR = "VFCHECK_TEST_JUDGE_KEY"
 """Unset on purpose: verifiers sends "EMPTY" (and reads no Prime config for this var)."""

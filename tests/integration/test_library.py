@@ -22,15 +22,15 @@ import pytest
 from support import CheckCache, vfcheck
 from unit.test_library import ENTRIES, SHIPPED, VERSION, _entry
 
-from vfcheck.findings import Finding
-from vfcheck.library import (
+from vfcheck._library import (
     LIBRARY_FAMILIES,
     PROBE_ENV,
     apply_baseline,
 )
-from vfcheck.library.baseline import Baseline, Entry
-from vfcheck.library.source import verifiers_root
-from vfcheck.library.suite import BUNDLED_ENVS
+from vfcheck._library.baseline import Baseline, Entry
+from vfcheck._library.source import verifiers_root
+from vfcheck._library.suite import BUNDLED_ENVS
+from vfcheck._shared.findings import Finding
 
 needs_baseline = pytest.mark.skipif(SHIPPED is None,
                                     reason=f"no shipped baseline for verifiers {VERSION}")
@@ -65,7 +65,7 @@ def by_check(findings: list[Finding]) -> dict[str, Finding]:
 
 @pytest.mark.slow
 def test_importing_the_library_suite_does_not_import_verifiers() -> None:
-    code = "import sys, vfcheck.library; print('verifiers' in sys.modules)"
+    code = "import sys, vfcheck._library; print('verifiers' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "False"
@@ -188,9 +188,9 @@ def test_reproduce_usage_entry(entry: Entry, raw: list[Finding]) -> None:
 async def _play_hang(*, cancel: bool) -> Any:
     """One episode of the probe against a model that never answers: ended by a 1 s agent
     timeout, or cancelled by the caller once the request is previewed. Its notify log."""
-    from vfcheck.episodes.recorder import TraceRecorder
-    from vfcheck.episodes.runner import EnvRunner, load_tasks
-    from vfcheck.model import Reply, ScriptedModel, fixed
+    from vfcheck._episodes.recorder import TraceRecorder
+    from vfcheck._episodes.runner import EnvRunner, load_tasks
+    from vfcheck._model import Reply, ScriptedModel, fixed
 
     env_args = {} if cancel else {"agent.timeout.rollout": 3.0}
     model = ScriptedModel(fixed(Reply.fault("hang")))
@@ -236,8 +236,8 @@ async def _reproduce_served_cancel() -> None:
     from verifiers.v1.serve import EnvClient, EnvServer
     from verifiers.v1.serve.delta import EpisodeAssembly
 
-    from vfcheck.episodes.runner import EnvRunner, load_tasks
-    from vfcheck.model import Reply, ScriptedModel, fixed
+    from vfcheck._episodes.runner import EnvRunner, load_tasks
+    from vfcheck._model import Reply, ScriptedModel, fixed
 
     model = ScriptedModel(fixed(Reply.fault("hang")))
     assembly, deltas = EpisodeAssembly(), []
@@ -316,8 +316,8 @@ def test_a_missing_hook_fails_its_api_check_and_skips_its_dependents(
 ) -> None:
     from verifiers.v1.trace import Trace
 
-    from vfcheck.library.api import hook_findings
-    from vfcheck.library.scenarios import scenario_findings
+    from vfcheck._library.api import hook_findings
+    from vfcheck._library.scenarios import scenario_findings
 
     monkeypatch.delattr(Trace, "watch")
     findings, missing = hook_findings("0.3.1")
@@ -329,8 +329,8 @@ def test_a_missing_hook_fails_its_api_check_and_skips_its_dependents(
 
 
 def test_usage_names_a_bare_command(tmp_path: Path) -> None:
-    from vfcheck.library.source import Literal
-    from vfcheck.library.usage import UsageString, names_findings
+    from vfcheck._library.source import Literal
+    from vfcheck._library.usage import UsageString, names_findings
 
     text = "usage: eval [<taskset-id>] [options]\n       eval @ x --resume\n       prose"
     usage = UsageString("verifiers.v1.cli.eval.main", Literal(tmp_path / "m.py", 3, 4, text),
@@ -364,9 +364,9 @@ def test_front_ends_library_cli_and_plugin(raw: list[Finding], tmp_path: Path) -
 def test_a_missing_serve_hook_skips_the_served_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     from verifiers.v1.serve.client import EnvClient
 
-    from vfcheck.library.api import hook_findings
-    from vfcheck.library.served import SERVED_CHECKS, served_findings
-    from vfcheck.library.suite import served_gap
+    from vfcheck._library.api import hook_findings
+    from vfcheck._library.served import SERVED_CHECKS, served_findings
+    from vfcheck._library.suite import served_gap
 
     monkeypatch.delattr(EnvClient, "_request")
     findings, missing = hook_findings("0.3.9")
@@ -381,7 +381,7 @@ def test_a_runtime_that_starts_processes_another_way_fails_the_warm_start_contra
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Warm starts fork what the subprocess runtime starts with `create_subprocess_exec` in
     a session of its own: a verifiers that stops doing so fails `vfcheck library` loudly."""
-    from vfcheck.library import api
+    from vfcheck._library import api
 
     assert api._subprocess_starts() is None
     real = api._attr

@@ -1,5 +1,5 @@
 """A CLI run of the library suite that timed out while other CLIs ran is run again alone
-before its timeout counts (`vfcheck.library.clis.fresh_attempt`): a loaded machine must not
+before its timeout counts (`vfcheck._library.clis.fresh_attempt`): a loaded machine must not
 turn into `error` findings."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vfcheck.library.clis import CliRun, fresh_attempt, run_cli
+from vfcheck._library.clis import CliRun, fresh_attempt, run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from vfcheck._episodes.runner import run_episodes
+from vfcheck._model import Reply, ScriptedModel, fixed
 from vfcheck.checks.lifecycle import (
     describe_log,
     lifecycle_violations,
 )
-from vfcheck.episodes.runner import run_episodes
-from vfcheck.model import Reply, ScriptedModel, fixed
 
 # -- real episodes of the fixture envs
 

@@ -13,7 +13,7 @@ import pytest
 from support import ROOT as REPO_ROOT
 from unit.test_model import USER, WEATHER_TOOL
 
-from vfcheck.model import (
+from vfcheck._model import (
     DEFAULT_MODEL_ID,
     Reply,
     ScriptedModel,
@@ -26,7 +26,7 @@ from vfcheck.model import (
 
 @pytest.mark.slow
 def test_serve_forever_prints_url_and_stops_on_sigint() -> None:
-    code = "from vfcheck.model import ScriptedModel, serve_forever; serve_forever(ScriptedModel())"
+    code = "from vfcheck._model import ScriptedModel, serve_forever; serve_forever(ScriptedModel())"
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
@@ -101,7 +101,7 @@ async def test_verifiers_upstream_client_and_stream_parser_read_the_mock(
 
 @pytest.mark.slow
 def test_importing_the_model_does_not_import_verifiers() -> None:
-    code = "import sys, vfcheck.model, vfcheck.script; print('verifiers' in sys.modules)"
+    code = "import sys, vfcheck._model, vfcheck._model.script; print('verifiers' in sys.modules)"
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from vfcheck.episodes.runner import EpisodeResult, run_episodes
-from vfcheck.traces.normalize import normalize_trace, trace_diff
+from vfcheck._episodes.runner import EpisodeResult, run_episodes
+from vfcheck._traces.normalize import normalize_trace, trace_diff
 
 # -- real replays against the deterministic mock
 

@@ -1,4 +1,4 @@
-"""The option table (`vfcheck.option_table.OPTIONS`) through the real front ends: every bad
+"""The option table (`vfcheck._options.table.OPTIONS`) through the real front ends: every bad
 value, from the command line, pyproject.toml or the environment, is a one-line usage error
 in both front ends before any work starts."""
 
@@ -38,8 +38,22 @@ BAD: list[tuple[str, list[str], list[str], str, str]] = [
     ("harness", ["--harness", "slow"], ["--vf-harness", "slow"],
      "--harness: 'slow' is not one of env, fast", "--vf-harness: 'slow' is not one of env, fast"),
     ("family", ["--checks", "gold,golden-typo"], ["--vf-checks", "gold,golden-typo"],
-     "--checks: unknown check family golden-typo; known: ",
-     "--vf-checks: unknown check family golden-typo; known: "),
+     "--checks: unknown check family golden-typo (did you mean 'golden'? known: load, ",
+     "--vf-checks: unknown check family golden-typo (did you mean 'golden'? known: load, "),
+    ("allow-typo", ["--allow", "exploitt.echo-prompt"], ["--vf-allow", "exploitt.echo-prompt"],
+     "--allow: allow pattern 'exploitt.echo-prompt' names no check (did you mean "
+     "'exploit.echo-prompt'?)",
+     "--vf-allow: allow pattern 'exploitt.echo-prompt' names no check (did you mean "
+     "'exploit.echo-prompt'?)"),
+    ("pyproject-allow-typo", ["+allow = ['vfc-echo::exploit.echo-promt']"],
+     ["+allow = ['vfc-echo::exploit.echo-promt']"],
+     "pyproject.toml: [tool.vfcheck] allow: allow pattern 'vfc-echo::exploit.echo-promt' names "
+     "no check (did you mean 'exploit.echo-prompt'?)",
+     "pyproject.toml: [tool.vfcheck] allow: allow pattern 'vfc-echo::exploit.echo-promt' names "
+     "no check (did you mean 'exploit.echo-prompt'?)"),
+    ("pyproject-checks-typo", ["+checks = ['gold', 'noopp']"], ["+checks = ['gold', 'noopp']"],
+     "pyproject.toml: [tool.vfcheck] checks: unknown check family noopp (did you mean 'noop'?",
+     "pyproject.toml: [tool.vfcheck] checks: unknown check family noopp (did you mean 'noop'?"),
     ("path", ["--path", "nowhere"], ["--vf-path", "nowhere"],
      "--path: the folder {cwd}/nowhere does not exist",
      "--vf-path: the folder {cwd}/nowhere does not exist"),

@@ -20,9 +20,11 @@ def test_plugin_is_registered_and_imports_nothing_heavy(pytester: pytest.Pyteste
             ours = {m for m in sys.modules if m.startswith("vfcheck")}
             assert not heavy & set(sys.modules), heavy & set(sys.modules)
             # the option table the plugin registers its options from, and its Option
-            # class (standard library only)
-            assert ours == {"vfcheck", "vfcheck.frontends", "vfcheck.frontends.plugin",
-                            "vfcheck.option", "vfcheck.option_table", "vfcheck.paths"}, ours
+            # class (standard library only), with their packages
+            assert ours == {"vfcheck", "vfcheck._version", "vfcheck._frontends",
+                            "vfcheck._frontends.plugin", "vfcheck._options",
+                            "vfcheck._options.option", "vfcheck._options.table",
+                            "vfcheck._shared", "vfcheck._shared.paths"}, ours
         """
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")

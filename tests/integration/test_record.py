@@ -1,4 +1,5 @@
-"""`vfcheck record`: cassettes of real replies, scrubbed, replayed offline (`vfcheck.cassette`).
+"""`vfcheck record`: cassettes of real replies, scrubbed, replayed offline
+(`vfcheck._frontends.cassette`).
 
 The end-to-end tests record from `vfcheck mock-server` serving a script of its own (every
 reply says SERVER), in another process on a free port, so what the cassette holds provably

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from vfcheck.checks import CATALOGUE
-from vfcheck.checks.catalogue import markdown_table
+from vfcheck.checks._catalogue import markdown_table
 
 
 @pytest.mark.slow

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from vfcheck.episodes.runner import EnvLoadError, EnvRunner, load_tasks, run_episodes
-from vfcheck.model import Reply, ScriptedModel, fixed
-from vfcheck.script import Script
+from vfcheck._episodes.runner import EnvLoadError, EnvRunner, load_tasks, run_episodes
+from vfcheck._model import Reply, ScriptedModel, fixed
+from vfcheck._model.script import Script
 
 HAPPY = [
     "boot.start",
@@ -84,7 +84,7 @@ async def test_tool_env_uses_the_fast_tier_and_default_policy_calls_the_tools(
 @pytest.mark.slow
 async def test_a_tool_env_trace_is_the_same_on_both_tiers(fixtures_dir: Path) -> None:
     """Only the harness id tells the tiers apart: messages, tools, calls, notifies, rewards."""
-    from vfcheck.checks.lab import normalized_views
+    from vfcheck.checks._lab import normalized_views
 
     views = {}
     for tier in ("fast", "env"):
@@ -103,8 +103,8 @@ async def test_a_script_that_calls_a_harness_built_in_keeps_the_role_on_the_env_
     fixtures_dir: Path, tmp_path: Path
 ) -> None:
     """bash's `bash` tool runs in the harness's runtime: only the env tier runs it there."""
-    from vfcheck.episodes.offline import prepare_process_env
-    from vfcheck.episodes.runner import load_env
+    from vfcheck._episodes.offline import prepare_process_env
+    from vfcheck._episodes.runner import load_env
 
     script = tmp_path / "bash.toml"
     script.write_text('[[task]]\nindex = 0\n[[task.turn]]\ntool = "bash"\n'

@@ -122,11 +122,11 @@ def test_verifiers_own_envs_stay_clean_when_served(verifiers_fixtures: Path,
 async def test_a_hung_served_run_is_named_with_its_server_and_bounded() -> None:
     """The model never answers: the run ends at the timeout, naming the server's address
     and how far the run got; the server goes on serving the next run."""
-    from vfcheck.checks.lab import agent_fault
-    from vfcheck.episodes.offline import prepare_process_env
-    from vfcheck.episodes.runner import EnvRunner, load_tasks
-    from vfcheck.episodes.served import ServedEnv
-    from vfcheck.model import PolicyRouter, Reply, ScriptedModel, TaskRef
+    from vfcheck._episodes.offline import prepare_process_env
+    from vfcheck._episodes.runner import EnvRunner, load_tasks
+    from vfcheck._episodes.served import ServedEnv
+    from vfcheck._model import PolicyRouter, Reply, ScriptedModel, TaskRef
+    from vfcheck.checks._lab import agent_fault
 
     prepare_process_env([str(FIXTURES)])
     router = PolicyRouter()

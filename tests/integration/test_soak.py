@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from vfcheck.episodes.runner import run_episodes
-from vfcheck.host.processes import descendants
-from vfcheck.model import ModelRequest, Reply, ScriptedModel, from_function
+from vfcheck._episodes.runner import run_episodes
+from vfcheck._host.processes import descendants
+from vfcheck._model import ModelRequest, Reply, ScriptedModel, from_function
 
 EPISODES = 200
 CONCURRENCY = 8

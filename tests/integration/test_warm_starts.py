@@ -1,4 +1,4 @@
-"""Warm starts (`vfcheck.host.warm_starts`): a forked child is an ordinary process to
+"""Warm starts (`vfcheck._host.warm_starts`): a forked child is an ordinary process to
 whoever started it, and episodes played warm and cold give the same normalised traces."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from vfcheck.host.processes import become_subreaper
-from vfcheck.host.warm_starts import WARM
+from vfcheck._host.processes import become_subreaper
+from vfcheck._host.warm_starts import WARM
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="warm starts adopt children as a Linux subreaper")
@@ -24,7 +24,7 @@ PIPE = asyncio.subprocess.PIPE
 @pytest.fixture
 def warm(tmp_path: Path):
     """This process with a zygote (and a guard log for its children's connections)."""
-    from vfcheck.host.child_sockets import guarded_environ
+    from vfcheck._host.child_sockets import guarded_environ
 
     assert become_subreaper()
     log = tmp_path / "child-sockets.jsonl"
@@ -88,7 +88,7 @@ async def test_signalling_its_group_stops_it_and_what_it_started(warm, how) -> N
 
 
 async def test_hygiene_names_a_leftover_warm_tool_server(warm) -> None:
-    from vfcheck.host.leftovers import leftovers, stop
+    from vfcheck._host.leftovers import leftovers, stop
 
     env, _ = warm
     server = {**env, "VF_CONFIG": "{}", "VF_STATE_URL": ""}
@@ -141,7 +141,7 @@ async def test_other_programs_start_cold(warm) -> None:
 
 
 def views(results) -> list[tuple]:
-    from vfcheck.checks.lab import normalized_views
+    from vfcheck.checks._lab import normalized_views
 
     return [(r.task.index, r.rollout, r.reward, r.runner_error, r.errors(),
              normalized_views(r)) for r in results]
@@ -163,8 +163,8 @@ PARITY = [
 async def play_all(env_id: str, path: str, deadlines: dict[int, float], *, warm: bool):
     """Every task of `env_id` played once, at the same time, each with its deadline (none
     when `deadlines` is empty): the results and how the processes started."""
-    from vfcheck.episodes.runner import EnvRunner, load_tasks
-    from vfcheck.host.warm_starts import WARM
+    from vfcheck._episodes.runner import EnvRunner, load_tasks
+    from vfcheck._host.warm_starts import WARM
 
     async with EnvRunner.open(env_id, paths=[path], warm_starts=warm) as runner:
         tasks = load_tasks(runner.env, None)

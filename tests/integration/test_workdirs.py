@@ -1,6 +1,6 @@
-"""Work dirs vfcheck owns (`vfcheck.isolation.workdirs`): HOME of a process that plays episodes is a
-dir of its own under `<tempdir>/vfcheck-work/<pid>/`, gone when it ends; what a SIGKILLed
-run left there (the dir, harness programs and tool servers still running from inside it)
+"""Work dirs vfcheck owns (`vfcheck._isolation.workdirs`): HOME of a process that plays episodes is
+a dir of its own under `<tempdir>/vfcheck-work/<pid>/`, gone when it ends; what a SIGKILLed run left
+there (the dir, harness programs and tool servers still running from inside it)
 is removed by the next run."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from vfcheck.host.processes import descendants
-from vfcheck.isolation import workdirs
+from vfcheck._host.processes import descendants
+from vfcheck._isolation import workdirs
 
 
 def alive(pid: int) -> bool:
@@ -94,7 +94,7 @@ def inside_processes(root: Path) -> dict[Path, list[int]]:
 
 def program_environments(folder: Path) -> list[Path]:
     """The environments uv made for the harness program copies under `folder`."""
-    from vfcheck.episodes.offline import uv_executable
+    from vfcheck._episodes.offline import uv_executable
 
     found = []
     for program in (folder / workdirs.PROGRAMS).glob("*.py"):
@@ -137,7 +137,7 @@ def test_a_sigkilled_check_leaves_work_that_the_next_run_removes(
             time.sleep(0.2)
         assert server is not None, "the episode's tool server never ran in a work dir"
         folder, _ = server
-        workers = [p for p in descendants(front.pid) if "vfcheck.isolation.worker" in cmdline(p)]
+        workers = [p for p in descendants(front.pid) if "vfcheck._isolation.worker" in cmdline(p)]
         assert [str(p) for p in workers] == [folder.name]  # the worker owns the dir
         for pid in [front.pid, *workers]:  # mid-episode: no finally, no atexit runs
             os.kill(pid, signal.SIGKILL)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from vfcheck.checks.answer_formats import (
+from vfcheck.checks._answer_formats import (
     BARE,
     MAX_FORMATS,
     UNIVERSAL,
@@ -15,7 +15,7 @@ from vfcheck.checks.answer_formats import (
     overlapping,
     same_answer,
 )
-from vfcheck.checks.reference_answer import SPAM_LIMIT, spam_lines
+from vfcheck.checks._reference_answer import SPAM_LIMIT, spam_lines
 
 REVERSE_TEXT = ("Reverse the text character-by-character. Put your answer in <reversed_text> "
                 "tags.")

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from vfcheck.findings import Finding, TaskId
-from vfcheck.host.attempts import (
+from vfcheck._host.attempts import (
     CURRENT_ATTEMPT,
     KILLED,
     TWICE,
@@ -16,6 +15,7 @@ from vfcheck.host.attempts import (
     needs_confirming,
     twice,
 )
+from vfcheck._shared.findings import Finding, TaskId
 
 TASK = TaskId(0, "vfc-echo:hello world")
 WHERE = "env 'vfc-echo', task 0 (vfc-echo:hello world)"

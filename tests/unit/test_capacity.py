@@ -3,7 +3,7 @@ memory that are free, the user's numbers winning, and the header saying which.""
 
 from __future__ import annotations
 
-from vfcheck.isolation.capacity import (
+from vfcheck._isolation.capacity import (
     CHAT_EPISODES,
     ENV_MEMORY,
     INTERPRETER_MEMORY,

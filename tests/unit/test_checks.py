@@ -8,7 +8,7 @@ def test_tasks_that_need_a_container_are_not_run_on_the_host() -> None:
     subprocess runtime. Such tasks are skipped, like NEEDS_CONTAINER and images."""
     from types import SimpleNamespace
 
-    from vfcheck.checks.validate import needs_container
+    from vfcheck.checks._validate import needs_container
 
     class Plain:
         NEEDS_CONTAINER = False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vfcheck.host.child_sockets import (
+from vfcheck._host.child_sockets import (
     read_child_attempts,
 )
 

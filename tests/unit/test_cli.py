@@ -6,8 +6,8 @@ import pytest
 
 
 def test_the_check_report_names_each_roles_tier_and_why() -> None:
-    from vfcheck.findings import EnvReport
-    from vfcheck.frontends.report import tier_summary
+    from vfcheck._frontends.report import tier_summary
+    from vfcheck._shared.findings import EnvReport
 
     tiers = [{"role": "agent", "tier": "fast", "harness": "vfcheck-chat",
               "reason": "replaces 'bash'; the tools run in the env's tool servers"}]
@@ -19,7 +19,7 @@ def test_the_check_report_names_each_roles_tier_and_why() -> None:
 
 def test_version_prints_the_version_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     from vfcheck import __version__
-    from vfcheck.frontends.cli import main
+    from vfcheck._frontends.cli import main
 
     with pytest.raises(SystemExit) as exited:
         main(["--version"])
@@ -28,7 +28,7 @@ def test_version_prints_the_version_and_exits_0(capsys: pytest.CaptureFixture[st
 
 
 def test_a_typod_flag_prints_its_subcommands_usage(capsys: pytest.CaptureFixture[str]) -> None:
-    from vfcheck.frontends.cli import main
+    from vfcheck._frontends.cli import main
 
     with pytest.raises(SystemExit) as exited:
         main(["check", "--chekcs", "gold", "vfc-echo"])

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vfcheck.checks.registry import CheckSpec
-from vfcheck.findings import Finding
-from vfcheck.host.attempts import TWICE, deadline_hit
-from vfcheck.isolation.events import EventLog
-from vfcheck.isolation.worker import Worker
+from vfcheck._host.attempts import TWICE, deadline_hit
+from vfcheck._isolation.events import EventLog
+from vfcheck._isolation.worker import Worker
+from vfcheck._shared.findings import Finding
+from vfcheck.checks._registry import CheckSpec
 
 HIT = "episode exceeded the runner's 1s deadline"
 

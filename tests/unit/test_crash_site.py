@@ -8,7 +8,7 @@ import asyncio
 import sys
 import traceback
 
-from vfcheck.host.crash_site import located, raise_site, site_in_traceback
+from vfcheck._host.crash_site import located, raise_site, site_in_traceback
 
 CREDIT = {"hello world": 1.0}
 

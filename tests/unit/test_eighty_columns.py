@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from vfcheck.findings import EnvReport, Finding, TaskId
+from vfcheck._shared.findings import EnvReport, Finding, TaskId
 
 KEYS = ["vfc-echo:hello world of long keys", "vfc-echo:ping", "vfc-echo:verifiers and more",
         "vfc-echo:another quite long task key", "vfc-echo:short"]
@@ -24,7 +24,7 @@ def console() -> tuple[Console, io.StringIO]:
 
 
 def test_the_task_legend_breaks_between_tasks_only() -> None:
-    from vfcheck.frontends.outcome_grid import outcome_grid, short_key
+    from vfcheck._frontends.outcome_grid import outcome_grid, short_key
 
     report = EnvReport(id="vfc-echo", findings=[
         Finding("gold", "gold", TaskId(i, k), "passed", "ok") for i, k in enumerate(KEYS)])
@@ -36,7 +36,7 @@ def test_the_task_legend_breaks_between_tasks_only() -> None:
 
 
 def test_failures_are_printed_once_whole_with_no_cut_message_column() -> None:
-    from vfcheck.frontends.report import show_reports
+    from vfcheck._frontends.report import show_reports
 
     message = ("env 'vfc-broken-gold', task 1 (vfc-echo:ping): gold failed — Task.validate "
                "returned False. Contract: Task.validate accepts the task's own reference "
@@ -52,7 +52,7 @@ def test_failures_are_printed_once_whole_with_no_cut_message_column() -> None:
 
 
 def test_the_live_marks_continue_below_not_mid_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    from vfcheck.frontends.cli import _follow
+    from vfcheck._frontends.cli import _follow
 
     findings = {(f"c{i}", i): Finding(f"c{i}", "f", None, "passed", "ok") for i in range(150)}
     log = SimpleNamespace(poll=lambda: None, findings=findings, final=True)
@@ -66,7 +66,7 @@ def test_the_live_marks_continue_below_not_mid_line(monkeypatch: pytest.MonkeyPa
 
 
 def test_the_run_table_breaks_no_key_mid_word() -> None:
-    from vfcheck.frontends.run_report import episode_table
+    from vfcheck._frontends.run_report import episode_table
 
     results = [SimpleNamespace(
         task=SimpleNamespace(index=i, key=k), rollout=0, reward=1.0, duration=0.47,
@@ -86,8 +86,8 @@ def test_the_run_table_breaks_no_key_mid_word() -> None:
 
 def test_list_checks_fits_a_screen_unless_asked_for_all(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from vfcheck._frontends.cli import main
     from vfcheck.checks import CATALOGUE
-    from vfcheck.frontends.cli import main
 
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["list-checks"]) == 0

@@ -1,4 +1,4 @@
-"""Env ids before any load (`vfcheck.env_ids`): a typo is a usage error naming the closest
+"""Env ids before any load (`vfcheck._shared.env_ids`): a typo is a usage error naming the closest
 id, from `[tool.vfcheck] envs` and the modules under `--path`; nothing is imported."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from vfcheck.option_table import OptionError
-from vfcheck.options import resolve
+from vfcheck._options.resolved import resolve
+from vfcheck._options.table import OptionError
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_a_file_path_for_an_id_is_left_to_the_load_which_says_how_to_write_it(
 
 
 def test_a_word_in_an_envs_source_is_found_without_importing_it(project: Path) -> None:
-    from vfcheck.env_ids import mentions
+    from vfcheck._shared.env_ids import mentions
 
     envs = str(project / "envs")
     (project / "envs" / "tool_env.py").write_text(

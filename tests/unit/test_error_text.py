@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vfcheck.episodes.error_text import condense, one_line
+from vfcheck._episodes.error_text import condense, one_line
 
 HARNESS_DIED = """harness 'vfcheck-chat' exited 1:        ^^^^^^^^^^^^^^^^^^^^^
     |   File "/venv/lib/python3.11/site-packages/httpx2/_client.py", line 1672, in stream

@@ -8,8 +8,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from vfcheck.findings import Finding
-from vfcheck.isolation.events import EventLog, append_event
+from vfcheck._isolation.events import EventLog, append_event
+from vfcheck._shared.findings import Finding
 
 FINDINGS = 3000
 

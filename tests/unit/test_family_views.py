@@ -1,14 +1,14 @@
 """Each family's presentation is declared once, in its view module
-(`vfcheck.frontends.views`), and the front ends ask the views: the header's golden line, the
+(`vfcheck._frontends.views`), and the front ends ask the views: the header's golden line, the
 summary lines, the JSON report's data and the HTML report's episode links."""
 
 from __future__ import annotations
 
+from vfcheck._frontends import views
+from vfcheck._frontends.views._view import VIEWS
+from vfcheck._options.resolved import CheckOptions
+from vfcheck._shared.findings import EnvReport, Finding, TaskId
 from vfcheck.checks import REGISTRY
-from vfcheck.findings import EnvReport, Finding, TaskId
-from vfcheck.frontends import views
-from vfcheck.frontends.views.view import VIEWS
-from vfcheck.options import CheckOptions
 
 
 def test_every_view_names_registered_families_and_each_family_has_at_most_one_view() -> None:

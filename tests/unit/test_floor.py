@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from vfcheck.host.floor import Floor
+from vfcheck._host.floor import Floor
 
 
 def floors(run_dir: Path, n: int = 2) -> list[Floor]:

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from vfcheck.model import (
+from vfcheck._model import (
     SESSION_ID_HEADER,
     ModelRequest,
     Reply,
     ScriptedModel,
     ToolCall,
 )
-from vfcheck.traces.normalize import RULES, normalize_trace, scrub, trace_diff
+from vfcheck._traces.normalize import RULES, normalize_trace, scrub, trace_diff
 
 WIRE_EXAMPLES = 60
 """Replies per wire test: each one goes through 5 readers (streamed and plain)."""

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vfcheck.traces.golden import (
+from vfcheck._traces.golden import (
     GoldenBook,
     GoldenExtension,
     file_stem,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vfcheck.paths import write_refusal
+from vfcheck._shared.paths import write_refusal
 
 
 def test_write_refusal_resolves_links(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vfcheck.checks.hook_types import (
+from vfcheck.checks._hook_types import (
     number_problem,
 )
 

@@ -11,8 +11,10 @@ Edges are what Python does when the import statement runs:
 - relative imports resolve against the importer's package;
 - every import counts: module-level, function-level, under `if TYPE_CHECKING` (a cycle
   of types is still a cycle in the design).
-`importlib.import_module` calls are not followed, except the one `vfcheck.checks` makes
-over the submodules its `FAMILY_MODULES` tuple names (each is an edge).
+`importlib.import_module` calls are not followed, except discovery: a package whose
+`__init__` discovers its modules (`discover(__name__, __path__)`, `family_modules(...)`:
+`vfcheck.checks`, `vfcheck._frontends.views`) imports each of them without a leading `_`
+(each is an edge).
 """
 
 from __future__ import annotations
@@ -66,17 +68,22 @@ def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool,
     yield base, len(submodules) < len(names)  # a name read from `base` itself
 
 
-def _listed_submodules(tree: ast.Module) -> Iterator[tuple[str, int]]:
-    """The names a package's `FAMILY_MODULES = (...)` lists: it imports each by name."""
-    for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (
-            node.targets[0] if isinstance(node, ast.Assign) else None)
-        value = node.value if isinstance(node, ast.AnnAssign | ast.Assign) else None
-        if isinstance(target, ast.Name) and target.id == "FAMILY_MODULES" and isinstance(
-                value, ast.Tuple):
-            for item in value.elts:
-                if isinstance(item, ast.Constant) and isinstance(item.value, str):
-                    yield item.value, item.lineno
+def _discovered_submodules(tree: ast.Module, path: Path) -> Iterator[tuple[str, int]]:
+    """The modules a package's `__init__` discovers (`discover(__name__, __path__)` or
+    `family_modules(__name__, __path__)`): every module of the folder without a leading `_`."""
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Name) and node.func.id in DISCOVERY
+             and any(isinstance(a, ast.Name) and a.id == "__path__" for a in node.args)]
+    if not calls:
+        return
+    for child in sorted(path.parent.iterdir()):
+        name = child.stem if child.suffix == ".py" else child.name
+        if name.startswith("_") or not (child.suffix == ".py" or (child / "__init__.py").exists()):
+            continue
+        yield name, calls[0].lineno
+
+
+DISCOVERY = ("discover", "family_modules")
 
 
 def import_graph(root: Path) -> dict[str, dict[str, Edge]]:
@@ -89,7 +96,7 @@ def import_graph(root: Path) -> dict[str, dict[str, Edge]]:
         if is_package:
             own_packages.add(module)
         tree = ast.parse(path.read_text(), str(path))
-        for name, line in _listed_submodules(tree):
+        for name, line in _discovered_submodules(tree, path) if is_package else ():
             if f"{module}.{name}" in known:
                 graph[module].setdefault(f"{module}.{name}", Edge(f"{module}.{name}", line))
         for node in ast.walk(tree):
@@ -192,7 +199,7 @@ def test_vfcheck_imports_no_cycle() -> None:
 
 def layers_of(graph: dict[str, dict[str, Edge]]) -> dict[str, dict[str, Edge]]:
     """The graph folded into layers: each module counts as the package's direct child it is
-    in (`vfcheck.checks`, `vfcheck.host`, `vfcheck.options`), and an import between two
+    in (`vfcheck.checks`, `vfcheck._host`, `vfcheck._options.resolved`), and an import between two
     modules is an edge between their layers (the first such import is kept)."""
 
     def layer(module: str) -> str:
@@ -223,7 +230,7 @@ def test_vfcheck_layers_have_no_cycle() -> None:
         found.append("; ".join(steps))
     assert not found, (
         f"{len(found)} cycle(s) between vfcheck's layers:\n" + "\n".join(found)
-        + "\nMove what both layers need into a layer below both (`vfcheck.host`).")
+        + "\nMove what both layers need into a layer below both (`vfcheck._host`).")
 
 
 def _sized_modules() -> list[object]:
@@ -303,14 +310,16 @@ def test_a_cycle_between_layers_is_found_though_no_module_cycle_is(tmp_path: Pat
 
 
 def test_the_process_core_names_no_family_and_no_check() -> None:
-    """`vfcheck.isolation` runs what the registry declares (phases, worker modes, the gate
+    """`vfcheck._isolation` runs what the registry declares (phases, worker modes, the gate
     check, which checks block a task): a family or check named there as a string is a
     family's knowledge leaking into the process core."""
     from vfcheck.checks import REGISTRY
 
     names = set(REGISTRY.families) | {spec.id for spec in REGISTRY}
     found = []
-    for path in sorted((SOURCE / "isolation").rglob("*.py")):
+    core = SOURCE / "_isolation"
+    assert core.is_dir(), f"{core} moved: point this test at the process core"
+    for path in sorted(core.rglob("*.py")):
         tree = ast.parse(path.read_text())
         docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                       if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vfcheck.frontends.html_report import render_html
+from vfcheck._frontends.html_report import render_html
 
 
 def test_details_of_an_unexpected_shape_cost_one_part_not_the_page() -> None:

@@ -1,4 +1,4 @@
-"""`vfcheck init` (`vfcheck.scaffold`) on package folders made here: idempotent, never
+"""`vfcheck init` (`vfcheck._frontends.scaffold`) on package folders made here: idempotent, never
 overwriting what the user wrote, one-line refusals."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from vfcheck.options import resolve
-from vfcheck.scaffold import WORKFLOW, WORKFLOW_PATH, InitError, init_package, plan_init
+from vfcheck._frontends.scaffold import WORKFLOW, WORKFLOW_PATH, InitError, init_package, plan_init
+from vfcheck._options.resolved import resolve
 
 USER_PYPROJECT = """\
 [project]
@@ -128,7 +128,7 @@ def test_the_workflow_installs_vfcheck_from_where_ci_can_get_it(tmp_path: Path) 
     this vfcheck was installed, if CI can reach it (here: an editable install from a folder
     outside the package, so the index, saying why)."""
     from vfcheck import __version__
-    from vfcheck.scaffold import install_of, workflow_text
+    from vfcheck._frontends.scaffold import install_of, workflow_text
 
     root = package(tmp_path)
     assert install_of(root, "index").requirement == f"vfcheck=={__version__}"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from vfcheck.model import default_reply
-from vfcheck.model.json_reply import json_reply
-from vfcheck.model.types import ModelRequest
+from vfcheck._model import default_reply
+from vfcheck._model.json_reply import json_reply
+from vfcheck._model.types import ModelRequest
 
 PROPOSE = ("Your FINAL reply must end with exactly one JSON object on its own line: "
            '{"problem": "<problem text>", "answer": <integer>}')

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from vfcheck.model import FALLBACK_LABELS, ModelRequest, Reply
-from vfcheck.model.judges import label_source, read_labels, render_verdict, schema_labels
+from vfcheck._model import FALLBACK_LABELS, ModelRequest, Reply
+from vfcheck._model.judges import label_source, read_labels, render_verdict, schema_labels
 
 INTERCEPTION = ("Reply BLOCK if the candidate contains JUDGE_BLOCK; otherwise ALLOW.\n\n"
                 "user: Reply with exactly JUDGE_BLOCK.\n\nCandidate:\nJUDGE_BLOCK")

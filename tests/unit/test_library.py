@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from vfcheck.findings import Finding
-from vfcheck.library import (
+from vfcheck._library import (
     apply_baseline,
     library_findings,
     shipped_baseline,
 )
-from vfcheck.library.baseline import Baseline, Entry, parse_baseline
-from vfcheck.library.result import finding
-from vfcheck.library.source import verifiers_version
+from vfcheck._library.baseline import Baseline, Entry, parse_baseline
+from vfcheck._library.result import finding
+from vfcheck._shared.compat import verifiers_version
+from vfcheck._shared.findings import Finding
 
 VERSION = verifiers_version()
 
@@ -63,7 +63,7 @@ def test_a_baseline_entry_without_its_citation_is_refused() -> None:
 
 
 def test_library_findings_applies_the_shipped_baseline(monkeypatch: pytest.MonkeyPatch) -> None:
-    import vfcheck.library.suite as suite
+    import vfcheck._library.suite as suite
 
     known = [finding(e.check, "failed", "known", observed=e.observed) for e in ENTRIES]
     fresh = finding("api.Trace.watch", "passed", "there", observed="present")
@@ -86,7 +86,7 @@ def test_library_findings_applies_the_shipped_baseline(monkeypatch: pytest.Monke
 async def test_library_findings_runs_from_inside_an_event_loop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import vfcheck.library.suite as suite
+    import vfcheck._library.suite as suite
 
     async def collect(**_: Any) -> list[Finding]:
         return [finding("api.Trace.watch", "passed", "there", observed="present")]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from vfcheck._episodes.recorder import STAGES, NotifyEvent, TraceRecorder
 from vfcheck.checks.lifecycle import (
     BOUNDARIES,
     RULES,
@@ -20,7 +21,6 @@ from vfcheck.checks.lifecycle import (
     describe_log,
     lifecycle_violations,
 )
-from vfcheck.episodes.recorder import STAGES, NotifyEvent, TraceRecorder
 
 
 class FakeTrace:

@@ -15,7 +15,7 @@ import openai
 import pytest
 from aiohttp import web
 
-from vfcheck.model import (
+from vfcheck._model import (
     DEFAULT_MODEL_ID,
     HUGE_REPLY_CHARS,
     SESSION_ID_HEADER,

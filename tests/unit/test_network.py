@@ -8,9 +8,9 @@ import asyncio
 import httpx
 import pytest
 
-from vfcheck.model import EpisodeRef, ScriptedModel, TaskRef, episode_scope
-from vfcheck.model.offline_http import OfflineRequestError, http_answer
-from vfcheck.script import Script, ScriptError
+from vfcheck._model import EpisodeRef, ScriptedModel, TaskRef, episode_scope
+from vfcheck._model.offline_http import OfflineRequestError, http_answer
+from vfcheck._model.script import Script, ScriptError
 
 RUBRIC = "https://rubrics.example.org/v1/echo.json"
 

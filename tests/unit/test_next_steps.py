@@ -1,4 +1,4 @@
-"""What a run's reader gets after the marks (`vfcheck.frontends.next_steps`): golden traces
+"""What a run's reader gets after the marks (`vfcheck._frontends.next_steps`): golden traces
 looked for in the wrong place said loudly, skipped and expected findings explained, and the
 closing lines saying what to do next. From findings alone: nothing runs."""
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from vfcheck.findings import EnvReport, Finding, TaskId
-from vfcheck.frontends.next_steps import closing_lines, explained
-from vfcheck.frontends.views.golden import golden_not_found
-from vfcheck.options import resolve
+from vfcheck._frontends.next_steps import closing_lines, explained
+from vfcheck._frontends.views.golden import golden_not_found
+from vfcheck._options.resolved import resolve
+from vfcheck._shared.findings import EnvReport, Finding, TaskId
 
 
 def missing_golden(folder: Path, env: str = "my-env") -> list[Finding]:

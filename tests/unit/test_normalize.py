@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from vfcheck.traces.normalize import RULES, normalize_trace, scrub, trace_diff, trace_view
+from vfcheck._traces.normalize import RULES, normalize_trace, scrub, trace_diff, trace_view
 
 TRACE_ID = "4b84962538244a1290e5036256beeb12"
 
@@ -293,7 +293,7 @@ def test_long_strings_are_shortened_around_the_first_difference() -> None:
 def test_temp_paths_rule_renames_every_random_segment_in_one_application() -> None:
     """Found by hypothesis (tests/test_fuzz.py): the greedy path prefix let one pass rename
     only the last of two random segments, so the rule was not idempotent."""
-    from vfcheck.traces.normalize import RULES
+    from vfcheck._traces.normalize import RULES
 
     rule = next(r for r in RULES if r.name == "temp-paths")
     once = rule.apply("/tmp/tmpab12_xyz/tmp/tmpab12_xyz")

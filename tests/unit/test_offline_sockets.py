@@ -12,8 +12,8 @@ import urllib.request
 
 import pytest
 
-from vfcheck.host.offline_sockets import NetworkBlocked, OfflineSockets, no_network
-from vfcheck.model import EpisodeRef, TaskRef, episode_scope
+from vfcheck._host.offline_sockets import NetworkBlocked, OfflineSockets, no_network
+from vfcheck._model import EpisodeRef, TaskRef, episode_scope
 
 
 def test_other_hosts_are_refused_and_remembered_and_loopback_still_connects() -> None:

@@ -1,4 +1,4 @@
-"""The option table (`vfcheck.option_table.OPTIONS`): its rendering, and every option's round
+"""The option table (`vfcheck._options.table.OPTIONS`): its rendering, and every option's round
 trip CLI -> CheckOptions -> replay line, parsed in-process."""
 
 from __future__ import annotations
@@ -9,9 +9,15 @@ from pathlib import Path
 import pytest
 from support import DOCS
 
-from vfcheck.frontends.cli import build_parser
-from vfcheck.option_table import OPTIONS, OptionError, cli_given, readme_table
-from vfcheck.options import CheckOptions, EpisodeOptions, RunOptions, resolve, resolve_options
+from vfcheck._frontends.cli import build_parser
+from vfcheck._options.resolved import (
+    CheckOptions,
+    EpisodeOptions,
+    RunOptions,
+    resolve,
+    resolve_options,
+)
+from vfcheck._options.table import OPTIONS, OptionError, cli_given, readme_table
 
 SAMPLES: dict[str, list[str]] = {
     "env_args": ["a.b=5", 'name="null"', "text=plain", "xs=[1, 2]", "flag=true"],
@@ -94,7 +100,7 @@ def test_every_option_round_trips_through_the_cli_replay_line(project: Path, nam
 def test_all_options_at_once_round_trip_through_both_front_ends(
     project: Path, pytester: pytest.Pytester
 ) -> None:
-    from vfcheck.frontends.pytest_session import options_from_config
+    from vfcheck._frontends.pytest_session import options_from_config
 
     names = list(SAMPLES)
     cli = from_cli(words_for(names, "cli"), project)
@@ -147,8 +153,8 @@ def test_environment_values_are_checked(tmp_path: Path) -> None:
 def test_run_record_and_mock_server_flags_come_from_the_option_table() -> None:
     """One option system: `vfcheck run`/`record`/`mock-server` flags, defaults and bounds
     are the table's (no second argparse definition with its own defaults)."""
-    from vfcheck.frontends.cli import build_parser
-    from vfcheck.option_table import BY_NAME
+    from vfcheck._frontends.cli import build_parser
+    from vfcheck._options.table import BY_NAME
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
+from vfcheck._options.resolved import CheckOptions
+from vfcheck._shared.findings import Finding
 from vfcheck.checks import BY_ID
 from vfcheck.checks import exploit as exploit_module
 from vfcheck.checks import judge as judge_module
 from vfcheck.checks import reward as reward_module
-from vfcheck.checks.context import CheckContext
-from vfcheck.checks.probes import Probe, ProbeLab, ProbeResult
-from vfcheck.findings import Finding
-from vfcheck.options import CheckOptions
+from vfcheck.checks._context import CheckContext
+from vfcheck.checks._probes import Probe, ProbeLab, ProbeResult
 
 Plays = dict[str, "ProbeResult | Callable[[Probe], ProbeResult]"]
 

@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vfcheck._host.queue_clock import QUEUE_CLOCK, QueueClock
+from vfcheck._isolation.events import EventLog, append_event
+from vfcheck._isolation.worker import Worker
 from vfcheck.checks import REGISTRY
-from vfcheck.host.queue_clock import QUEUE_CLOCK, QueueClock
-from vfcheck.isolation.events import EventLog, append_event
-from vfcheck.isolation.worker import Worker
 
 
 async def test_the_clock_counts_only_the_time_something_waited() -> None:

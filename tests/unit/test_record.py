@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from vfcheck.cassette import (
+from vfcheck._frontends.cassette import (
     ApiKeyMissing,
     RecordedTask,
     api_key_for,
@@ -16,8 +16,8 @@ from vfcheck.cassette import (
     recorded_task,
     scrub_turns,
 )
-from vfcheck.model import SESSION_ID_HEADER, ScriptedModel, TaskRef
-from vfcheck.script import Script
+from vfcheck._model import SESSION_ID_HEADER, ScriptedModel, TaskRef
+from vfcheck._model.script import Script
 
 API_KEY = "hunter2-the-endpoint-key-0123"
 

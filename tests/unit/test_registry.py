@@ -7,24 +7,26 @@ import pytest
 from support import DOCS, README
 
 from vfcheck.checks import CATALOGUE, FAMILIES, REGISTRY
-from vfcheck.checks.catalogue import markdown_table, readme_block
-from vfcheck.checks.registry import CheckSpec, Registry, check
+from vfcheck.checks._catalogue import markdown_table, readme_block
+from vfcheck.checks._registry import CheckSpec, Family, Registry, check
 
 
 def test_the_checks_reference_page_is_the_registry() -> None:
     block = readme_block((DOCS / "reference" / "checks.md").read_text())
     assert block is not None, "docs/reference/checks.md lost its <!-- checks:start/end --> markers"
     assert block == markdown_table(CATALOGUE), (
-        "docs/reference/checks.md drifted from the registry; regenerate the block between its "
-        "markers with `vfcheck list-checks --markdown`")
+        "docs/reference/checks.md drifted from the registry: run `python scripts/regen-reference`"
+        " (it rewrites the block between the markers from `vfcheck list-checks --markdown`)")
 
 
-def test_the_readme_names_every_family_once() -> None:
-    """The README's one line per family: `- `family`: ...`, in the registry's order."""
+def test_the_readme_gives_every_family_its_declared_line() -> None:
+    """The README's one line per family, `- `family`: <summary>`, is the family's own
+    declaration (`family(name, summary=...)`), in report order."""
     lines = [line for line in README.read_text().splitlines() if line.startswith("- `")]
-    named = [line.split("`")[1] for line in lines]
-    assert named == list(FAMILIES), "README's family lines should be, in order: " + ", ".join(
-        FAMILIES)
+    expected = [f"- `{f.name}`: {f.summary}" for f in REGISTRY.declared]
+    assert lines == expected, (
+        "README's family lines should be the families' summaries, in order:\n"
+        + "\n".join(expected))
 
 
 def test_every_check_is_a_registered_function_with_a_full_spec() -> None:
@@ -58,6 +60,9 @@ def test_a_new_family_is_one_registered_function() -> None:
     async def fn(ctx: object, task: object) -> object:
         raise AssertionError("not run here")
 
+    with pytest.raises(ValueError, match=r"names family 'x', which no module declares"):
+        registry.register(CheckSpec("x.y", "x", "sample", "c", "f", "w", fn=fn))  # type: ignore[arg-type]
+    registry.declare(Family("x", 5.0, "x things"))
     registry.register(CheckSpec("x.y", "x", "sample", "c", "f", "w", fn=fn))  # type: ignore[arg-type]
     assert registry.families == ("x",)
     assert registry.units(None, tasks=[0, 1], sample=[1]) == [("x.y", 1)]
@@ -75,3 +80,22 @@ def test_vf_only_runs_only_the_families_of_the_items_it_names() -> None:
     assert REGISTRY.families_of(["golden"], ["gold"]) == ["gold"]  # no item: said later
     assert REGISTRY.families_of(["nope[1]"], ["gold"]) == ["gold"]
     assert REGISTRY.families_of(["nope[1]"], None) is None
+
+
+def test_report_order_is_the_families_order_then_registration() -> None:
+    """Each family says where it goes (`order`); a family's checks stay in the order its
+    module registers them, wherever its modules are."""
+    registry = Registry()
+
+    async def fn(ctx: object, task: object) -> object:
+        raise AssertionError("not run here")
+
+    registry.declare(Family("late", 50.0, "late"))
+    registry.declare(Family("early", 10.0, "early"))
+    for check_id in ("late.a", "early.b", "late.c", "early.a"):
+        registry.register(CheckSpec(check_id, check_id.split(".")[0], "env", "c", "f", "w",
+                                    fn=fn))  # type: ignore[arg-type]
+    assert [s.id for s in registry] == ["early.b", "early.a", "late.a", "late.c"]
+    assert registry.families == ("early", "late")
+    with pytest.raises(ValueError, match="declared twice"):
+        registry.declare(Family("early", 1.0, "again"))

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from vfcheck.findings import EnvReport
-from vfcheck.frontends.html_report import render_html
-from vfcheck.frontends.outcome_grid import outcome_grid
-from vfcheck.frontends.probe_table import probe_table
-from vfcheck.frontends.report import compact_lines, failure_text, write_junit
-from vfcheck.frontends.step_summary import summary_markdown
-from vfcheck.frontends.views.golden import golden_summary
+from vfcheck._frontends.html_report import render_html
+from vfcheck._frontends.outcome_grid import outcome_grid
+from vfcheck._frontends.probe_table import probe_table
+from vfcheck._frontends.report import compact_lines, failure_text, write_junit
+from vfcheck._frontends.step_summary import summary_markdown
+from vfcheck._frontends.views.golden import golden_summary
+from vfcheck._shared.findings import EnvReport
 
 DATA = Path(__file__).parent / "data"
 REPORT: dict[str, Any] = json.loads((DATA / "broken-golden-and-echo.json").read_text())

@@ -14,7 +14,7 @@ async def test_a_reply_that_made_no_judge_call_is_not_played_again_for_another_v
     played again."""
     from types import SimpleNamespace
 
-    from vfcheck.checks.probes import Probe, ProbeLab, ProbeResult
+    from vfcheck.checks._probes import Probe, ProbeLab, ProbeResult
 
     played: list[str] = []
 

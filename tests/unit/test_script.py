@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from vfcheck.model import (
+from vfcheck._model import (
     SESSION_ID_HEADER,
     Fault,
     ModelRequest,
@@ -16,7 +16,7 @@ from vfcheck.model import (
     ScriptedModel,
     TaskRef,
 )
-from vfcheck.script import Script, ScriptError
+from vfcheck._model.script import Script, ScriptError
 
 # The example of the issue, verbatim: the last [[task.turn]] belongs to the task (TOML's rule).
 EXAMPLE = """\
@@ -393,8 +393,8 @@ def test_tool_names_include_every_call_of_a_several_call_turn() -> None:
 
 
 def test_the_seed_that_plays_is_the_flags_else_the_script_files_else_0(tmp_path: Path) -> None:
-    from vfcheck.options import CheckOptions
-    from vfcheck.script import seed_that_plays
+    from vfcheck._model.script import seed_that_plays
+    from vfcheck._options.resolved import CheckOptions
 
     script = tmp_path / "s.toml"
     script.write_text("seed = 5\n")

@@ -1,10 +1,10 @@
-"""The partition of env ids (`vfcheck.shards`) and its refusals."""
+"""The partition of env ids (`vfcheck._shared.shards`) and its refusals."""
 
 from __future__ import annotations
 
 import pytest
 
-from vfcheck.shards import Shard
+from vfcheck._shared.shards import Shard
 
 
 @pytest.mark.parametrize("count", range(1, 9))

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vfcheck.findings import EnvReport, Finding, TaskId
-from vfcheck.frontends.outcome_grid import outcome_grid, short_key
-from vfcheck.frontends.report import compact_lines
-from vfcheck.frontends.step_summary import append_step_summary, summary_markdown
+from vfcheck._frontends.outcome_grid import outcome_grid, short_key
+from vfcheck._frontends.report import compact_lines
+from vfcheck._frontends.step_summary import append_step_summary, summary_markdown
+from vfcheck._shared.findings import EnvReport, Finding, TaskId
 
 HASH = "95d61e5293b9fcefcee98fd5e71c3a1ced6d5c033c97300878016badff91976e"
 
@@ -80,7 +80,7 @@ def test_each_env_says_how_its_processes_started_and_the_json_keeps_it() -> None
 
     from rich.console import Console
 
-    from vfcheck.frontends.report import show_reports
+    from vfcheck._frontends.report import show_reports
 
     report = report_of([("load", "load", None, "passed")])
     report.starts = {"warm": 4, "cold": 1, "reasons": {"another program": 1},

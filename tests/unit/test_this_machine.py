@@ -1,4 +1,4 @@
-"""One definition of this machine (`vfcheck.this_machine`): the socket guard, the respx
+"""One definition of this machine (`vfcheck._shared.this_machine`): the socket guard, the respx
 mock and the API-key rule agree on it, so a request to a server of the env's own on
 `0.0.0.0` or on the machine's name is neither refused by one nor let through by another."""
 
@@ -11,11 +11,11 @@ import httpx
 import pytest
 from aiohttp import web
 
-from vfcheck.cassette import ApiKeyMissing, api_key_for
-from vfcheck.host.offline_sockets import OfflineSockets, no_network
-from vfcheck.model import ScriptedModel
-from vfcheck.model.transports import ToThisMachine
-from vfcheck.this_machine import is_this_machine, own_hosts
+from vfcheck._frontends.cassette import ApiKeyMissing, api_key_for
+from vfcheck._host.offline_sockets import OfflineSockets, no_network
+from vfcheck._model import ScriptedModel
+from vfcheck._model.transports import ToThisMachine
+from vfcheck._shared.this_machine import is_this_machine, own_hosts
 
 OTHER_HOSTS = ["grader.example.org", "10.0.0.8", "169.254.169.254", "8.8.8.8",
                "2001:db8::1"]

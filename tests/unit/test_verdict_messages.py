@@ -7,11 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from vfcheck._host.leftovers import Leftover
+from vfcheck._model import TaskRef
 from vfcheck.checks import hygiene
+from vfcheck.checks._network import describe_connections, describe_refused, in_processes, in_worker
 from vfcheck.checks.hygiene import listed, processes_finding
-from vfcheck.checks.network import describe_connections, describe_refused, in_processes, in_worker
-from vfcheck.host.leftovers import Leftover
-from vfcheck.model import TaskRef
 
 SCORING = "the scoring stage of an episode"
 GOLD = "vf-validate's gold check"

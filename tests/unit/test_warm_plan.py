@@ -1,4 +1,4 @@
-"""Which starts are warm (`vfcheck.host.warm_plan.plan`), the request's encoding, the
+"""Which starts are warm (`vfcheck._host.warm_plan.plan`), the request's encoding, the
 exit codes a warm child copies from the interpreter, and the `starts:` line."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from vfcheck.host.warm_plan import WarmRequest, exit_code, plan, start_vars, starts_line
-from vfcheck.isolation.events import merged_starts
+from vfcheck._host.warm_plan import WarmRequest, exit_code, plan, start_vars, starts_line
+from vfcheck._isolation.events import merged_starts
 
 PY = sys.executable
 ENV = {"PATH": "/usr/bin", "PYTHONPATH": "/startup:/envs", "VFCHECK_CHILD_SOCKETS": "/log",

@@ -8,8 +8,8 @@ import asyncio
 import time
 from pathlib import Path
 
-from vfcheck.isolation.events import Stall
-from vfcheck.isolation.watchdog import CANCEL_GRACE, CURRENT_UNIT, SCAN_EVERY, Watchdog
+from vfcheck._isolation.events import Stall
+from vfcheck._isolation.watchdog import CANCEL_GRACE, CURRENT_UNIT, SCAN_EVERY, Watchdog
 
 HOLD = asyncio.Event()
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from vfcheck.episodes.harness_deps import dependency_problem
-from vfcheck.options import resolve_options
+from vfcheck._episodes.harness_deps import dependency_problem
+from vfcheck._options.resolved import resolve_options
 
 NO_INDEX = "the harness program could not resolve its dependencies: no package index is reachable"
 

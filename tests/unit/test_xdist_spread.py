@@ -12,6 +12,6 @@ import pytest
 ])
 def test_a_tx_spec_names_whether_its_workers_run_on_this_machine(spec: str,
                                                                   here: bool) -> None:
-    from vfcheck.frontends.xdist_spread import on_this_machine
+    from vfcheck._frontends.xdist_spread import on_this_machine
 
     assert on_this_machine(spec) is here

@@ -1,35 +1,41 @@
-"""The env suite's checks: one module per family, each check a registered function.
+"""The checks: the plug-in API, and the built-in families that use it.
 
-Importing this package registers every family, in report order (`vfcheck.checks.registry`
-holds the registry; a family module registers its checks with `@check(...)`). The registry
-is what `vfcheck list-checks` prints, what the docs' catalogue is generated from, and what
-the worker runs. Nothing here imports verifiers.
+A family is one module: every module of this package whose name has no leading `_` is
+imported, and so is every module a distribution names in the entry-point group
+`vfcheck.checks` (a user's own checks; see docs/write-your-own-check.md). A family module
+declares its family once (`family(name, order=..., summary=...)`) and registers its checks
+(`@check(...)`); nothing else lists it. The registry is what `vfcheck list-checks` prints,
+what the docs' catalogue is generated from, and what the worker runs. Nothing here imports
+verifiers.
+
+A plug-in that fails to import is not a traceback in every command: its one-line reason is
+kept in `REGISTRY.plugin_errors`, and the front ends refuse the run with it, as they refuse
+a bad option.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 
-from vfcheck.checks.registry import REGISTRY, CheckSpec, Scope, Unit, check
-from vfcheck.family_names import FAMILY_NAMES
-
-FAMILY_MODULES: tuple[str, ...] = (
-    "load", "validate", "episode", "lifecycle", "preview", "robustness", "replay", "golden",
-    "reward", "exploit", "judge", "served", "hygiene", "network",
+from vfcheck._shared.findings import Finding, Outcome, TaskId
+from vfcheck.checks._context import CheckContext
+from vfcheck.checks._discovery import ENTRY_POINT_GROUP, discover
+from vfcheck.checks._registry import (
+    REGISTRY,
+    CheckSpec,
+    Family,
+    Scope,
+    Unit,
+    check,
+    family,
 )
-"""The family modules under `vfcheck.checks`, in report order: importing one registers its
-checks. A new family is one module here, its fixture env and its test."""
-for _module in FAMILY_MODULES:
-    importlib.import_module(f"{__name__}.{_module}")
+
+discover(__name__, __path__)
 
 CATALOGUE: tuple[CheckSpec, ...] = tuple(REGISTRY)
 BY_ID: dict[str, CheckSpec] = {spec.id: spec for spec in CATALOGUE}
 FAMILIES: tuple[str, ...] = REGISTRY.families
-"""Env-suite families, in the order the report lists them."""
-if FAMILIES != FAMILY_NAMES:  # what the option table validates `--checks` against
-    raise RuntimeError(f"vfcheck.family_names.FAMILY_NAMES {FAMILY_NAMES} is not the "
-                       f"registry's families {FAMILIES}: write a new family's name there")
+"""The families, in the order the report lists them."""
 
 
 def select(families: Sequence[str] | None) -> tuple[CheckSpec, ...]:
@@ -37,5 +43,6 @@ def select(families: Sequence[str] | None) -> tuple[CheckSpec, ...]:
     return REGISTRY.select(families)
 
 
-__all__ = ["BY_ID", "CATALOGUE", "FAMILIES", "REGISTRY", "CheckSpec", "Scope", "Unit", "check",
-           "select"]
+__all__ = ["BY_ID", "CATALOGUE", "ENTRY_POINT_GROUP", "FAMILIES", "REGISTRY", "CheckContext",
+           "CheckSpec", "Family", "Finding", "Outcome", "Scope", "TaskId", "Unit", "check",
+           "family", "select"]

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from vfcheck.checks.context import CheckContext, task_id
-from vfcheck.checks.lab import env_code_errors, episode_lab, non_finite
-from vfcheck.checks.registry import check, spec_of
-from vfcheck.findings import Finding
-from vfcheck.host.crash_site import located_error
+from vfcheck._host.crash_site import located_error
+from vfcheck._shared.findings import Finding
+from vfcheck.checks._context import CheckContext, task_id
+from vfcheck.checks._lab import env_code_errors, episode_lab, non_finite
+from vfcheck.checks._registry import check, family, spec_of
+
+family("episode", order=60, summary="an episode against a well-behaved model records no error and "
+       "survives a JSON round trip.")
 
 
 def where(env_id: str, task: Any) -> str:
@@ -27,7 +30,7 @@ def where(env_id: str, task: Any) -> str:
     why="an episode that breaks on a well-behaved model breaks on every model",
 )
 async def episode(ctx: CheckContext, task: Any) -> Finding:
-    from vfcheck.checks.hook_types import explain_error, probe
+    from vfcheck.checks._hook_types import explain_error, probe
 
     result = await (await episode_lab(ctx)).first_play(task)
     probed: list[str] = []
@@ -42,7 +45,7 @@ async def episode(ctx: CheckContext, task: Any) -> Finding:
 def episode_finding(env_id: str, task: Any, result: Any,
                     probed: list[str] | None = None) -> Finding:
     """`probed`: hooks that returned the wrong type (`hook_types.probe`), named first."""
-    from vfcheck.checks.hook_types import rules_of
+    from vfcheck.checks._hook_types import rules_of
 
     problems = list(probed or [])
     if result.runner_error:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from vfcheck.checks.context import CheckContext, task_id
-from vfcheck.checks.lab import episode_lab, normalized_views, unfinished_plays
-from vfcheck.checks.registry import check, spec_of
-from vfcheck.findings import Finding
+from vfcheck._shared.findings import Finding
+from vfcheck.checks._context import CheckContext, task_id
+from vfcheck.checks._lab import episode_lab, normalized_views, unfinished_plays
+from vfcheck.checks._registry import check, family, spec_of
+
+family("golden", order=100, summary="the normalised trace matches the committed golden trace, "
+       "with a diff when not.")
 
 
 @check(
@@ -22,9 +25,9 @@ from vfcheck.findings import Finding
     why="a changed prompt, tool or reward shows as a diff before a training run finds out",
 )
 async def golden(ctx: CheckContext, task: Any) -> Finding:
-    """Compare the task's normalised trace with its golden file (see `vfcheck.traces.golden`);
+    """Compare the task's normalised trace with its golden file (see `vfcheck._traces.golden`);
     an env whose two plays differ is reported non-deterministic instead."""
-    from vfcheck.traces.golden import golden_diff, golden_document, hide_content_hash
+    from vfcheck._traces.golden import golden_diff, golden_document, hide_content_hash
 
     lab = await episode_lab(ctx)
     assert lab.goldens is not None, "the golden family needs a GoldenPlan"
@@ -79,7 +82,7 @@ async def golden(ctx: CheckContext, task: Any) -> Finding:
 )
 async def golden_unused(ctx: CheckContext, _: Any) -> Finding:
     """Golden files of this env that name none of its tasks."""
-    from vfcheck.traces.golden import env_folder, shown_path
+    from vfcheck._traces.golden import env_folder, shown_path
 
     book = ctx.golden_book
     folder = shown_path(env_folder(book.golden_dir, ctx.env_id))

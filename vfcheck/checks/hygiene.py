@@ -1,4 +1,7 @@
-"""`hygiene.processes`: env code leaves no process running once its hooks and episodes end.
+"""`hygiene`: env code leaves no process running and asks nothing of the network that the
+run does not serve (`hygiene.network`: `vfcheck.checks._network`).
+
+`hygiene.processes`: env code leaves no process running once its hooks and episodes end.
 
 A hook that starts a process (`subprocess.Popen(["sleep", "3600"])` in `setup`, a server
 in a reward) and never reaps it leaks one process per task and episode: a training run
@@ -7,7 +10,7 @@ programs, tool servers) when its runtimes and `env.serving()` close; whatever st
 below the check worker after that is the env's. A tool server of the env's toolsets that is
 still running (verifiers' SIGTERM did not end it while a tool call was in progress) is named
 as one, so that the message points at the tool rather than at unknown env code. A tool
-server forked warm (`vfcheck.host.warm_starts`) is named by what it was asked to be, which
+server forked warm (`vfcheck._host.warm_starts`) is named by what it was asked to be, which
 `/proc` does not show for it.
 
 The worker makes itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`), so a process
@@ -22,15 +25,26 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 from typing import Any
 
-from vfcheck.checks.context import CheckContext
-from vfcheck.checks.registry import check, spec_of
-from vfcheck.findings import Finding
-from vfcheck.host.leftovers import Leftover, leftovers, stop
-from vfcheck.host.processes import is_subreaper
+from vfcheck._host.leftovers import Leftover, leftovers, stop
+from vfcheck._host.processes import is_subreaper
+from vfcheck._shared.findings import Finding
+from vfcheck.checks._context import CheckContext
+from vfcheck.checks._network import (
+    describe_connections,
+    describe_refused,
+    in_processes,
+    in_worker,
+)
+from vfcheck.checks._registry import check, family, spec_of
 
-CHECK = "hygiene.processes"
+PROCESSES_CHECK = "hygiene.processes"
+NETWORK_CHECK = "hygiene.network"
+
+family("hygiene", order=1000, summary="no process is left running and no request leaves the "
+       "machine.")
 SETTLE = 3.0
 """Seconds processes get to exit on their own after the runners close (a harness program
 that got SIGTERM) before they count as leaked."""
@@ -53,14 +67,14 @@ async def settled_leftovers(root: int, settle: float = SETTLE) -> list[Leftover]
 
 def processes_finding(env_id: str, found: list[Leftover]) -> Finding:
     """The verdict on `found`; it names the blind spot when this process is no subreaper."""
-    spec = spec_of(CHECK)
+    spec = spec_of(PROCESSES_CHECK)
     where = f"env {env_id!r}"
     subreaper = is_subreaper()
     unseen = "" if subreaper else f" {UNSEEN}"
     details = {"leftovers": [{"pid": p.pid, "cmdline": p.cmdline} for p in found],
                "subreaper": subreaper}
     if not found:
-        return Finding(CHECK, spec.family, None, "passed",
+        return Finding(PROCESSES_CHECK, spec.family, None, "passed",
                        f"{where}: no process left running after the hooks and episodes"
                        f"{'.' if unseen else ''}{unseen}", details)
     servers = [p for p in found if p.tool_server]
@@ -78,8 +92,8 @@ def processes_finding(env_id: str, found: list[Leftover]) -> Finding:
                      "on it: look for a tool that blocks or never returns (see the episode "
                      "findings)")
     details["tool_servers"] = [p.pid for p in servers]
-    return Finding(CHECK, spec.family, None, "failed",
-                   f"{where}: {CHECK} failed — {'; and '.join(parts)}. "
+    return Finding(PROCESSES_CHECK, spec.family, None, "failed",
+                   f"{where}: {PROCESSES_CHECK} failed — {'; and '.join(parts)}. "
                    f"Contract: {spec.contract}.{unseen}", details)
 
 
@@ -95,7 +109,7 @@ def listed(found: list[Leftover]) -> str:
 
 
 @check(
-    CHECK, family="hygiene", scope="env", phase="after", budget=0.0,
+    PROCESSES_CHECK, family="hygiene", scope="env", phase="after", budget=0.0,
     extra_seconds=SETTLE, blocked_by_setup=False,
     contract="env code leaves no process running after its hooks and episodes finish",
     fails_when="once every check is done and verifiers has closed its runners, a process still "
@@ -109,3 +123,64 @@ async def processes(ctx: CheckContext, _: Any) -> Finding:
     found = await settled_leftovers(os.getpid())
     stop(found)
     return processes_finding(ctx.env_id, found)
+
+
+@check(
+    NETWORK_CHECK, family="hygiene", scope="env", phase="after", budget=0.0, blocked_by_setup=False,
+    contract="env code makes no HTTP request or connection the offline run does not serve: "
+    "only the model and judge endpoints are mocked, and a script's `[[http]]` entries answer "
+    "the rest",
+    fails_when="a hook, reward or judge wrapper running in the check worker made an httpx "
+    "request to a non-loopback URL that is neither the model nor the judge endpoint and no "
+    "`[[http]]` entry of the script serves, or opened a connection to another host by other "
+    "means (requests, urllib, aiohttp, a socket: refused at the socket), also when env code "
+    "caught the error; the message names each method and URL (host and port, and the code "
+    "that connected), the task and stage that made it, and the entry that would serve it; "
+    "also a connection to another host from a tool server, refused there (any Python process "
+    "below the worker that can import vfcheck: not a harness program's own environment)",
+    why="CI and training clusters run offline: a reward that needs a remote grader raises or "
+    "scores 0 there, and an `except` makes it silent",
+)
+async def network(ctx: CheckContext, _: Any) -> Finding:
+    from vfcheck._host.child_sockets import child_log_of, read_child_attempts
+    from vfcheck._host.offline_sockets import OFFLINE_SOCKETS
+
+    lab = ctx.opened("episode_lab")
+    sockets = OFFLINE_SOCKETS.taken()
+    children = read_child_attempts(child_log_of(Path(ctx.spec["events"])))
+    if lab is None and not sockets and not children:
+        return ctx.finding(NETWORK_CHECK, None, "skipped",
+                           "no check ran under the scripted model (nothing to look back at)")
+    refused = lab.runner.model.http.taken() if lab is not None else []
+    if not refused and not sockets and not children:
+        return ctx.finding(NETWORK_CHECK, None, "passed",
+                           "env code made no HTTP request outside the model and judge "
+                           "endpoints, and opened no connection to another host, in the "
+                           "check worker or in the tool servers")
+    from vfcheck._model.offline_http import serve_hint
+
+    parts, details = [], {}
+    if refused:
+        listed, details["requests"] = describe_refused(refused)
+        first = refused[0]
+        parts.append(
+            f"env code made {len(refused)} HTTP request(s) that vfcheck does not serve: "
+            f"{listed}. vfcheck runs offline (only the model and judge endpoints are mocked), "
+            f"so each got a connection error. Serve it from a --script file, e.g. "
+            f"{serve_hint(first.method, first.url)}")
+    if sockets:
+        listed, details["connections"] = describe_connections(sockets, in_worker)
+        parts.append(
+            f"env code opened {len(sockets)} connection(s) to other hosts outside httpx "
+            f"(requests, urllib, aiohttp or a socket), which vfcheck refused: {listed}. "
+            "vfcheck runs offline and can serve only httpx requests (a --script file's "
+            "[[http]] entries): make the call with httpx to check the env offline")
+    if children:
+        listed, details["processes"] = describe_connections(children, in_processes)
+        parts.append(
+            f"env code in processes of their own (tool servers) opened {len(children)} "
+            f"connection(s) to other hosts, which vfcheck refused: {listed}. vfcheck runs "
+            "offline and cannot serve a process of its own: give the tool a stand-in on this "
+            "machine (a config field naming the service's URL) to check the env offline")
+    return ctx.finding(NETWORK_CHECK, None, "failed", "; and ".join(parts),
+                       **details)  # ctx adds the contract

@@ -1,7 +1,7 @@
 """`judge.wiring`, `judge.garbage`: the env's LLM judge is wired the right way round, and an
 unreadable verdict errors the rollout instead of scoring it.
 
-The scripted model answers the env's own judge calls (`vfcheck.model`, attributed to the
+The scripted model answers the env's own judge calls (`vfcheck._model`, attributed to the
 episode being scored) with the verdict each probe asks for. The same agent reply (the
 reference answer, else a bare claim of success) is scored three times: judges answering
 positive, negative, and with a reply that is neither label. verifiers' reference judge
@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from vfcheck.checks.context import CheckContext
-from vfcheck.checks.probes import ProbeResult, errors_of, num, probe_lab, short
-from vfcheck.checks.registry import check
-from vfcheck.findings import Finding
+from vfcheck._shared.findings import Finding
+from vfcheck.checks._context import CheckContext
+from vfcheck.checks._probes import ProbeResult, errors_of, num, probe_lab, short
+from vfcheck.checks._registry import check, family
+
+family("judge", order=130, summary="a judge is wired the right way round and errors on an "
+       "unreadable verdict.")
 
 NO_JUDGE = ("the env made no judge call while scoring (no vf.Judge, plugged judge or in-env "
             "OpenAI client reached the model endpoint)")

@@ -26,11 +26,14 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vfcheck.checks.context import CheckContext
-from vfcheck.checks.lab import episode_lab
-from vfcheck.checks.registry import check
-from vfcheck.episodes.recorder import STAGES, NotifyEvent, stage_times
-from vfcheck.findings import Finding, Outcome
+from vfcheck._episodes.recorder import STAGES, NotifyEvent, stage_times
+from vfcheck._shared.findings import Finding, Outcome
+from vfcheck.checks._context import CheckContext
+from vfcheck.checks._lab import episode_lab
+from vfcheck.checks._registry import check, family
+
+family("lifecycle", order=70, summary="the notify log follows boot → setup → agent → finalize → "
+       "scoring.")
 
 BOUNDARIES: tuple[str, ...] = tuple(
     f"{stage}.{edge}" for stage in STAGES for edge in ("start", "end")

@@ -1,4 +1,4 @@
-"""`load` and `determinism.load`: the env resolves, loads offline, and loads the same twice.
+"""`load`: the env resolves to one taskset and loads offline, with unique task keys.
 
 A `load()` that reaches for the network must fail fast and say so, not wait for a hub
 timeout: while the taskset loads, every connection to a non-loopback address is refused
@@ -9,22 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import os
-import sys
 import traceback
-from collections.abc import Awaitable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from vfcheck.checks.context import CheckContext
-from vfcheck.checks.registry import check, early, spec_of, worker_mode
-from vfcheck.findings import Finding
-from vfcheck.host import offline_sockets
-from vfcheck.host.attempts import deadline_hit
-from vfcheck.host.env_code import aborted_by as aborted_by
-from vfcheck.host.processes import WORKER_HASH_SEED
-from vfcheck.paths import shown_path
+from vfcheck._host import offline_sockets
+from vfcheck._host.attempts import deadline_hit
+from vfcheck._host.env_code import aborted_by as aborted_by
+from vfcheck._shared.findings import Finding
+from vfcheck._shared.paths import shown_path
+from vfcheck.checks._context import CheckContext
+from vfcheck.checks._registry import check, early, family, spec_of
+
+family("load", order=10, summary="the env id resolves to one taskset, `load()` yields tasks with "
+       "unique keys, offline.")
 
 LOAD_TIMEOUT = 60.0
 """Seconds `load()` may take at least (the per-check timeout when that is longer): loading
@@ -39,7 +38,7 @@ class LoadAborted(Exception):
 @contextlib.contextmanager
 def no_network(attempts: list[str]) -> Iterator[None]:
     """Refuse (and record in `attempts`) name lookups of and connections to non-local hosts
-    (`vfcheck.host.offline_sockets`). Patches the socket module, never verifiers."""
+    (`vfcheck._host.offline_sockets`). Patches the socket module, never verifiers."""
     def refuse(host: str, port: int | None) -> str:
         attempts.append(host)
         return f"vfcheck: no network while the taskset loads ({host})"
@@ -85,73 +84,6 @@ def task_hashes(tasks: list[Any]) -> list[str]:
     return [str(t.hash) for t in tasks]
 
 
-FRESH_HASH_SEED = 2
-"""The other load's, in a fresh interpreter started with the worker (the two imports overlap)."""
-
-
-@worker_mode("hashes")
-def print_hashes(spec: dict[str, Any]) -> None:
-    """The worker's `--hashes` mode: this interpreter's load, as `Task.hash` per task (one
-    JSON line on stdout)."""
-    from vfcheck.episodes.offline import prepare_process_env
-    from vfcheck.episodes.runner import load_env, load_tasks
-
-    options = spec["options"]  # `CheckOptions.as_dict()`: the option table is above checks
-    prepare_process_env(options.get("paths") or [])
-    with no_network([]):
-        env, _ = load_env(spec["env_id"], options.get("env_args") or {},
-                          harness=options.get("harness"))
-        tasks = load_tasks(env, options.get("num_tasks"))
-    print(json.dumps(task_hashes(tasks)))
-
-
-async def hashes_in_fresh_interpreter(spec: dict[str, Any], hash_seed: int) -> list[str]:
-    """`Task.hash` of every task, loaded by another interpreter with `PYTHONHASHSEED`."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "vfcheck.isolation.worker", "--hashes",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONHASHSEED": str(hash_seed)},
-    )
-    try:
-        out, err = await proc.communicate(json.dumps(spec).encode())
-    finally:
-        if proc.returncode is None:  # cancelled (the env did not load): don't leave it behind
-            proc.kill()
-            await proc.wait()
-    if proc.returncode != 0:
-        tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-        raise RuntimeError(f"the load in a fresh interpreter failed (exit {proc.returncode}): "
-                           f"{tail[0]}")
-    result: list[str] = json.loads(out.decode().strip().splitlines()[-1])
-    return result
-
-
-async def compare_loads(env_id: str, fresh: Awaitable[list[str]], own: list[str]) -> Finding:
-    """The worker's own load (PYTHONHASHSEED=1) and a fresh interpreter's (=2) must list the
-    same hashes. Two loads, not three: the worker's is a fresh interpreter's first load too,
-    and each extra interpreter costs a verifiers import (seconds)."""
-    other = await fresh
-    runs = {f"PYTHONHASHSEED={WORKER_HASH_SEED}": own, f"PYTHONHASHSEED={FRESH_HASH_SEED}": other}
-    if other != own:
-        diverge = next(
-            (i for i, (a, b) in enumerate(zip(own, other, strict=False)) if a != b),
-            min(len(own), len(other)),
-        )
-        return Finding(
-            "determinism.load", "determinism", None, "failed",
-            f"env {env_id!r}: two loads gave different tasks: the loads with "
-            f"PYTHONHASHSEED={WORKER_HASH_SEED} and ={FRESH_HASH_SEED} first differ at task "
-            f"{diverge} ({len(own)} vs {len(other)} tasks; compare Task.hash). Contract: "
-            f"{spec_of('determinism.load').contract} (iterate sorted(), not a set).",
-            {"hashes": {k: v[:50] for k, v in runs.items()}, "first_difference": diverge},
-        )
-    return Finding(
-        "determinism.load", "determinism", None, "passed",
-        f"env {env_id!r}: {len(own)} task hash(es) identical across two fresh interpreters", {},
-    )
-
-
 @check(
     "load", family="load", scope="env", phase="gate", budget=1.0, min_timeout=LOAD_TIMEOUT,
     contract="the id resolves to exactly one taskset whose load() yields tasks with unique "
@@ -163,8 +95,8 @@ async def compare_loads(env_id: str, fresh: Awaitable[list[str]], own: list[str]
 )
 async def load(ctx: CheckContext, _: Any) -> Finding:
     """Load the env, its tasks and role tiers into `ctx` (only when the finding passes)."""
-    from vfcheck.episodes.load_errors import EnvArgError, EnvLoadError
-    from vfcheck.episodes.runner import load_env, load_tasks
+    from vfcheck._episodes.load_errors import EnvArgError, EnvLoadError
+    from vfcheck._episodes.runner import load_env, load_tasks
 
     attempts: list[str] = []
 
@@ -231,7 +163,7 @@ def script_strays(ctx: CheckContext, tasks: list[Any]) -> str:
     script = ctx.script_file
     if script is None or ctx.num_tasks is not None:
         return ""
-    from vfcheck.model import TaskRef
+    from vfcheck._model import TaskRef
 
     strays = script.unmatched([TaskRef(t.data.idx, str(t.key)) for t in tasks])
     if not strays:
@@ -241,39 +173,14 @@ def script_strays(ctx: CheckContext, tasks: list[Any]) -> str:
             f"its {len(tasks)} task(s) (indices 0-{len(tasks) - 1}, keys {keys})")
 
 
-def hash_spec(ctx: CheckContext) -> dict[str, Any]:
-    """What the fresh interpreter of `determinism.load` needs to load the env alike."""
-    return {"env_id": ctx.env_id, "options": ctx.spec["options"]}
-
-
-def start_fresh_load(ctx: CheckContext) -> None:
-    """Start the other load now, so that its verifiers import overlaps the worker's."""
-    ctx.extras["fresh_hashes"] = asyncio.ensure_future(
-        hashes_in_fresh_interpreter(hash_spec(ctx), FRESH_HASH_SEED))
-
-
-@check(
-    "determinism.load", family="determinism", scope="env", budget=2.0,
-    min_timeout=LOAD_TIMEOUT, prepare=start_fresh_load,
-    contract="two loads in fresh interpreters give the same tasks in the same order",
-    fails_when="two loads in fresh interpreters (the check worker's own, PYTHONHASHSEED 1, and "
-    "one started beside it, 2) give different `Task.hash` sequences",
-    why="resume, replay and splits address tasks by position and hash",
-)
-async def determinism_load(ctx: CheckContext, _: Any) -> Finding:
-    if "fresh_hashes" not in ctx.extras:
-        start_fresh_load(ctx)
-    return await compare_loads(ctx.env_id, ctx.extras["fresh_hashes"], task_hashes(ctx.tasks))
-
-
 @early
 async def rejected_env_args(ctx: CheckContext) -> Finding | None:
     """Why the env's config type rejects the user's env args (an unknown key, a wrong
     type), found from the config alone before anything else starts (the fresh load of
     `determinism.load`, the env's own load): a usage error in seconds. Anything else
     is left to the `load` check, which reports it."""
-    from vfcheck.episodes.load_errors import rejected_args
-    from vfcheck.episodes.offline import offline_env_config
+    from vfcheck._episodes.load_errors import rejected_args
+    from vfcheck._episodes.offline import offline_env_config
 
     args = ctx.options.env_args
     if not args:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from vfcheck.checks.context import CheckContext
-from vfcheck.checks.lab import agent_fault, blocked_before_model, episode_lab
-from vfcheck.checks.registry import check
-from vfcheck.findings import Finding
+from vfcheck._shared.findings import Finding
+from vfcheck.checks._context import CheckContext
+from vfcheck.checks._lab import agent_fault, blocked_before_model, episode_lab
+from vfcheck.checks._registry import check, family
+
+family("preview", order=80, summary="after a 500, a hang or a cancel, no stale preview is left on "
+       "the trace.")
 
 
 @check(
@@ -21,7 +24,7 @@ from vfcheck.findings import Finding
     why="a stale preview shows watchers a turn that never happened",
 )
 async def preview(ctx: CheckContext, task: Any) -> Finding:
-    from vfcheck.model import Reply
+    from vfcheck._model import Reply
 
     lab = await episode_lab(ctx)
     problems: list[str] = []

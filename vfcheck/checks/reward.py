@@ -1,6 +1,6 @@
 """`reward.reachable`, `reward.sensitive`: the reward can be earned, and it moves.
 
-Both read every probe played on the task (`vfcheck.checks.probes`): the reference answer in
+Both read every probe played on the task (`vfcheck.checks._probes`): the reference answer in
 each format tried (the best is the oracle), the oracle with judges answering `negative`,
 the trivial policies (judges `negative`) and, without a reference answer, a claim of
 success under both verdicts. An unscored play is never read as a 0.
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from vfcheck.checks.context import CheckContext
-from vfcheck.checks.probes import (
+from vfcheck._shared.findings import Finding
+from vfcheck.checks._context import CheckContext
+from vfcheck.checks._probes import (
     OracleChoice,
     ProbeLab,
     ProbeResult,
@@ -21,8 +22,10 @@ from vfcheck.checks.probes import (
     short,
     table_of,
 )
-from vfcheck.checks.registry import check
-from vfcheck.findings import Finding
+from vfcheck.checks._registry import check, family
+
+family("reward", order=110, summary="some probe earns a reward, and the reward moves with what "
+       "the model does.")
 
 
 async def all_results(ctx: CheckContext, task: Any

@@ -6,10 +6,13 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from vfcheck.checks.context import CheckContext
-from vfcheck.checks.lab import agent_fault, env_code_errors, episode_lab, non_finite
-from vfcheck.checks.registry import check
-from vfcheck.findings import Finding
+from vfcheck._shared.findings import Finding
+from vfcheck.checks._context import CheckContext
+from vfcheck.checks._lab import agent_fault, env_code_errors, episode_lab, non_finite
+from vfcheck.checks._registry import check, family
+
+family("robustness", order=90, summary="empty, huge, malformed and cut replies never crash env "
+       "code.")
 
 
 @check(
@@ -22,7 +25,7 @@ from vfcheck.findings import Finding
     why="real models produce all of these",
 )
 async def robustness(ctx: CheckContext, task: Any) -> Finding:
-    from vfcheck.model import HARNESS_BUILTIN_TOOLS, Reply, agent_only
+    from vfcheck._model import HARNESS_BUILTIN_TOOLS, Reply, agent_only
 
     lab = await episode_lab(ctx)
 

@@ -7,7 +7,7 @@ task from its wire data into the taskset's declared types, and streams the trace
 deltas. `served.data` sends every task through the wire as the server does (no episode);
 `served.episode` plays the sample through a real server on loopback and compares the
 assembled episode with the in-process play; `served.cancel` cancels a served run
-mid-request. The server and its runs live in `vfcheck.episodes.served`.
+mid-request. The server and its runs live in `vfcheck._episodes.served`.
 """
 
 from __future__ import annotations
@@ -18,11 +18,14 @@ import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from vfcheck.checks.context import CheckContext
-from vfcheck.checks.lab import agent_fault, episode_lab, unfinished_plays
-from vfcheck.checks.registry import check
-from vfcheck.findings import Finding, Outcome
-from vfcheck.host.attempts import deadline_hit
+from vfcheck._host.attempts import deadline_hit
+from vfcheck._shared.findings import Finding, Outcome
+from vfcheck.checks._context import CheckContext
+from vfcheck.checks._lab import agent_fault, episode_lab, unfinished_plays
+from vfcheck.checks._registry import check, family
+
+family("served", order=140, summary="each task survives the wire to an env server, and a served "
+       "episode matches the in-process one.")
 
 WHY = "training serves the env; a task that does not survive the wire trains on something else"
 ABSENT = "(absent)"
@@ -67,7 +70,7 @@ def same(before: Any, after: Any) -> bool:
 def pair(before: Any, after: Any) -> tuple[str, str]:
     """Both values shown; two long strings as a window around their first difference."""
     if isinstance(before, str) and isinstance(after, str) and max(len(before), len(after)) > 60:
-        from vfcheck.traces.normalize import trace_changes
+        from vfcheck._traces.normalize import trace_changes
 
         (_, was, now), *_ = trace_changes(before, after) or [("", shown(before), shown(after))]
         return was, now
@@ -114,7 +117,7 @@ def data_changes(before: Any, after: Any) -> list[Change]:
 
 def config_changes(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
     """The task config's differences (both dumped), field by field."""
-    from vfcheck.traces.normalize import trace_changes
+    from vfcheck._traces.normalize import trace_changes
 
     why = "the server wraps every task in the taskset's config.task"
     return [Change(f"config.{path}" if path != "(root)" else "config", was, now, why)
@@ -163,8 +166,8 @@ def run_problem(reply: str, end_wait: float) -> str | None:
 
 def missing_serve() -> str | None:
     """`verifiers X lacks Y`, when the served checks cannot run on this verifiers."""
-    from vfcheck.compat import lacks_message
-    from vfcheck.episodes.served import serve_missing
+    from vfcheck._episodes.served import serve_missing
+    from vfcheck._shared.compat import lacks_message
 
     missing = serve_missing()
     return f"{lacks_message([missing])}, which the served checks need" if missing else None
@@ -173,7 +176,7 @@ def missing_serve() -> str | None:
 async def served_env(ctx: CheckContext) -> Any:
     """The run's `ServedEnv`: verifiers' `EnvServer` for the loaded env (or its refusal)."""
     async def opener(ctx: CheckContext, stack: contextlib.AsyncExitStack) -> Any:
-        from vfcheck.episodes.served import ServedEnv
+        from vfcheck._episodes.served import ServedEnv
 
         return await stack.enter_async_context(ServedEnv.open(ctx.env))
 
@@ -193,7 +196,7 @@ def wire_verdict(ctx: CheckContext, task: Any, served: Any) -> WireVerdict:
 
 
 def judge_wire(ctx: CheckContext, task: Any, served: Any) -> WireVerdict:
-    from vfcheck.episodes.served import declared_types, one_line, through_the_wire
+    from vfcheck._episodes.served import declared_types, one_line, through_the_wire
 
     try:
         task_cls, data_cls, _ = declared_types(ctx.env)
@@ -256,7 +259,7 @@ def blocked_by_wire(ctx: CheckContext, task: Any, served: Any) -> str | None:
 
 def bind_to(lab: Any) -> Any:
     """A `Bind` on the lab's scripted model and policy router."""
-    from vfcheck.model import TaskRef
+    from vfcheck._model import TaskRef
 
     model, router = lab.runner.model, lab.router
 
@@ -315,8 +318,8 @@ async def served_data(ctx: CheckContext, task: Any) -> Finding:
     "something else",
 )
 async def served_episode(ctx: CheckContext, task: Any) -> Finding:
-    from vfcheck.episodes.served import as_streamed
-    from vfcheck.traces.normalize import normalize_trace
+    from vfcheck._episodes.served import as_streamed
+    from vfcheck._traces.normalize import normalize_trace
 
     if (missing := missing_serve()) is not None:
         return ctx.finding("served.episode", task, "skipped", missing)
@@ -352,7 +355,7 @@ def episode_verdict(ours: list[Any], twice: list[Any], theirs: list[Any],
     recorded. What differs between the two in-process plays (a latency metric) is not
     compared; if the served play differs elsewhere while the env is not deterministic, it
     could be the same cause: not a verdict, unless the served rollout errs."""
-    from vfcheck.traces.normalize import trace_changes
+    from vfcheck._traces.normalize import trace_changes
 
     moved = {path for path, _, _ in trace_changes({"traces": ours}, {"traces": twice})}
     diff = [f"{path}: {was} -> {now}" for path, was, now
@@ -412,8 +415,8 @@ async def play_served(ctx: CheckContext, lab: Any, served: Any, task: Any) -> An
     "slot and its inference",
 )
 async def served_cancel(ctx: CheckContext, task: Any) -> Finding:
-    from vfcheck.episodes.served import END_WAIT, REPLY_WAIT
-    from vfcheck.model import Reply
+    from vfcheck._episodes.served import END_WAIT, REPLY_WAIT
+    from vfcheck._model import Reply
 
     if (missing := missing_serve()) is not None:
         return ctx.finding("served.cancel", task, "skipped", missing)

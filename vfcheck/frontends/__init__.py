@@ -1,2 +1,0 @@
-"""The front ends: `vfcheck` (CLI), the pytest plugin, and what they share (the run, the
-report). They never import verifiers: env code runs in `vfcheck.isolation` workers."""

@@ -1,7 +1,0 @@
-"""Families whose findings are about an episode's record (its notify timeline, preview,
-replay, bad-output plays): in the HTML report each finding links to its task's episode."""
-
-from vfcheck.frontends.views.view import FamilyView, view
-
-view(FamilyView(("lifecycle", "preview", "determinism", "robustness", "served"),
-                episode_link=True))
