@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,8 +31,8 @@ class Block:
     body: str
 
 
-def blocks() -> list[Block]:
-    return [Block(m["lang"], m["title"], m["body"]) for m in FENCE.finditer(PAGE.read_text())]
+def blocks(page: Path = PAGE) -> list[Block]:
+    return [Block(m["lang"], m["title"], m["body"]) for m in FENCE.finditer(page.read_text())]
 
 
 def collapsed(text: str) -> str:
@@ -63,7 +65,20 @@ def test_the_page_is_complete() -> None:
 def test_the_page_runs_as_shown(tmp_path: Path) -> None:
     project = tmp_path / "my-env"
     project.mkdir()
-    found = blocks()
+
+    def run(args: list[str]) -> subprocess.CompletedProcess[str]:
+        assert args[0] == "vfcheck", args
+        return vfcheck(*args[1:], cwd=project, timeout=900)
+
+    last = run_page(blocks(), project, run)
+    assert last.returncode == 0  # the golden traces, updated, match
+
+
+def run_page(found: list[Block], project: Path,
+             run: Callable[[list[str]], subprocess.CompletedProcess[str]],
+             ) -> subprocess.CompletedProcess[str]:
+    """Follow a page's blocks in `project`, each `bash` line through `run`; the last
+    command's result."""
     last = None
     for n, block in enumerate(found):
         if block.lang in ("python", "toml") and block.title:
@@ -73,9 +88,7 @@ def test_the_page_runs_as_shown(tmp_path: Path) -> None:
         elif block.lang == "bash":
             shown = n + 1 < len(found) and found[n + 1].lang == "text"
             for line in block.body.splitlines():
-                args = shlex.split(line)
-                assert args[0] == "vfcheck", line
-                last = vfcheck(*args[1:], cwd=project, timeout=900)
+                last = run(shlex.split(line))
                 output = last.stdout + last.stderr
                 assert shown or last.returncode == 0, f"{line}: exit {last.returncode}\n" \
                                                       f"{output[-3000:]}"
@@ -85,4 +98,5 @@ def test_the_page_runs_as_shown(tmp_path: Path) -> None:
             for line in filter(None, (collapsed(x) for x in block.body.splitlines())):
                 want = line.removesuffix("...").rstrip() if line.endswith("...") else line
                 assert want in output, f"not in the output:\n{want}\n---\n{output[-4000:]}"
-    assert last is not None and last.returncode == 0  # the golden traces, updated, match
+    assert last is not None, "the page runs no command"
+    return last

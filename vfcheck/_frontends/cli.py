@@ -281,6 +281,18 @@ def cmd_library(args: argparse.Namespace) -> int:
 
 
 def cmd_list_checks(args: argparse.Namespace) -> int:
+    """The registered checks; a check plug-in that failed to import is said after them, on
+    stderr, and the exit code is a usage error's (a user testing their own plug-in runs
+    this first)."""
+    from vfcheck.checks import REGISTRY
+
+    list_checks(args)
+    for error in REGISTRY.plugin_errors:
+        print(f"vfcheck: error: {error}", file=sys.stderr)
+    return EXIT_USAGE if REGISTRY.plugin_errors else EXIT_OK
+
+
+def list_checks(args: argparse.Namespace) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -290,7 +302,7 @@ def cmd_list_checks(args: argparse.Namespace) -> int:
         from vfcheck.checks._catalogue import markdown_table
 
         print(markdown_table(CATALOGUE))
-        return EXIT_OK
+        return
     console = Console()
     if not args.all:  # one screen: a line per check, its contract cut to the width
         from vfcheck._frontends.report import table_cell
@@ -303,7 +315,7 @@ def cmd_list_checks(args: argparse.Namespace) -> int:
                  "--all: what fails each check and why it matters; --markdown: the docs' table"]
         for line in lines:
             console.print(line, highlight=False, markup=False, soft_wrap=True)
-        return EXIT_OK
+        return
     table = Table(title="vfcheck checks")
     for column in ("family", "id", "per"):
         table.add_column(column, no_wrap=True)
@@ -312,7 +324,6 @@ def cmd_list_checks(args: argparse.Namespace) -> int:
     for spec in CATALOGUE:
         table.add_row(spec.family, spec.id, spec.scope, spec.fails_when, spec.why)
     console.print(table)
-    return EXIT_OK
 
 
 def cmd_wheels(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from vfcheck._shared.findings import Finding, Outcome, TaskId
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._discovery import ENTRY_POINT_GROUP, discover
+from vfcheck.checks._lab import play_reply
 from vfcheck.checks._registry import (
     REGISTRY,
     CheckSpec,
@@ -45,4 +46,4 @@ def select(families: Sequence[str] | None) -> tuple[CheckSpec, ...]:
 
 __all__ = ["BY_ID", "CATALOGUE", "ENTRY_POINT_GROUP", "FAMILIES", "REGISTRY", "CheckContext",
            "CheckSpec", "Family", "Finding", "Outcome", "Scope", "TaskId", "Unit", "check",
-           "family", "select"]
+           "family", "play_reply", "select"]

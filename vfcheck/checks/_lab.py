@@ -253,6 +253,18 @@ async def episode_lab(ctx: CheckContext) -> EpisodeLab:
     return await ctx.shared("episode_lab", open_lab)
 
 
+async def play_reply(ctx: CheckContext, task: Any, reply: str | None = None) -> Any:
+    """Play `task` once against the scripted model, every agent turn answered with `reply`
+    (None: the run's script, or the default policy), through the run's episode lab: an
+    `EpisodeResult` (`.reward`, `.traces`, `.ok`). The public way for a check of one's own
+    to play an episode (`vfcheck.checks.play_reply`); its judge calls keep the default
+    verdict."""
+    from vfcheck._model import Reply
+
+    lab = await episode_lab(ctx)
+    return await lab.play(task, None if reply is None else agent_fault(Reply.text(reply)))
+
+
 async def open_lab(ctx: CheckContext, stack: contextlib.AsyncExitStack) -> EpisodeLab:
     """The lab of `ctx`'s env: its runner (and, on first use, the short-agent-timeout runner
     of the `preview` hang) entered on `stack`, the scripted model routed per episode."""
