@@ -62,3 +62,23 @@ def _no_step_summary() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("GITHUB_STEP_SUMMARY", raising=False)
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _users_pytest_has_no_asyncio() -> Iterator[None]:
+    """The pytest runs this suite starts (pytester, `python -m pytest --vf-env`) are a
+    user's: vfcheck does not bring pytest-asyncio, which is in this suite's dev tier only for
+    its own async tests. Set once the session's process runs, so it reaches only the runs
+    it starts (the xdist workers have already read their options)."""
+    addopts = " ".join(filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:asyncio"]))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTEST_ADDOPTS", addopts)
+        yield
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester's runs are a user's too (`_users_pytest_has_no_asyncio`); pytester clears
+    `PYTEST_ADDOPTS` when it starts, so it is set again here, after it."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:asyncio")
+    return pytester

@@ -8,38 +8,15 @@ imports verifiers: env code runs in supervised worker processes.
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
 SESSION_PLUGIN = "vfcheck-session"
-LOOP_SCOPE = "asyncio_default_fixture_loop_scope"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     from vfcheck._options.table import add_pytest_options
 
     add_pytest_options(parser.getgroup("vfcheck", "verifiers env conformance (vfcheck)"))
-
-
-def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser) -> None:
-    """pytest-asyncio, which vfcheck brings into a user's project, warns in every run of a
-    project that leaves its fixture loop scope unset. Unset means "the fixture's own scope";
-    vfcheck makes that the default, in the value pytest-asyncio offers for it, so the run is
-    quiet and behaves as before. A project's own setting still wins. A pytest-asyncio
-    without that value only gets its warning about the unset option filtered out."""
-    if not early_config.pluginmanager.has_plugin("asyncio"):
-        return
-    from pytest_asyncio import plugin as asyncio_plugin
-
-    match_fixture_scope = getattr(asyncio_plugin, "_MATCH_FIXTURE_SCOPE", None)
-    if match_fixture_scope is None:
-        warnings.filterwarnings("ignore", f'The configuration option "{LOOP_SCOPE}" is unset',
-                                pytest.PytestDeprecationWarning)
-        return
-    parser.addini(LOOP_SCOPE, "default scope of the asyncio event loop used to execute async "
-                  f"fixtures (vfcheck's default: {match_fixture_scope})", type="string",
-                  default=match_fixture_scope)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -17,12 +17,12 @@ import itertools
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from vfcheck._frontends.library_run import LibraryRunError, library_report, start_library_run
 from vfcheck._frontends.node_ids import keep_node_ids, only_items
 from vfcheck._frontends.run import CheckRun
 from vfcheck._frontends.xdist_spread import (
@@ -38,12 +38,10 @@ from vfcheck._isolation.events import EventLog, Unit
 from vfcheck._isolation.supervisor import event_file, expected_units
 from vfcheck._options.resolved import CheckOptions, Resolved
 from vfcheck._shared.compat import verifiers_version
-from vfcheck._shared.exits import EXIT_SIGINT
 from vfcheck._shared.findings import EnvReport, Finding
 from vfcheck.checks import BY_ID
 
 RUN_DIR_KEY = "vfcheck_run_dir"
-LIBRARY_REPORT = "library.json"
 
 
 def pytest_given(config: pytest.Config) -> dict[str, Any]:
@@ -165,12 +163,8 @@ class VfcheckSession:
         self.run_dir = self.check_run.run_dir
         assert self.run_dir is not None
         if self.library:
-            # verifiers is imported there, not here; it runs while collection goes on.
-            self._library_proc = subprocess.Popen(
-                [sys.executable, "-m", "vfcheck", "library", "--json",
-                 str(self.run_dir / LIBRARY_REPORT),
-                 *(["--no-baseline"] if self.run_options.no_baseline else [])],
-                stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+            self._library_proc = start_library_run(
+                self.run_dir, no_baseline=self.run_options.no_baseline)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -239,26 +233,24 @@ class VfcheckSession:
             library = LibraryCollector.from_parent(
                 session, name="verifiers", nodeid=f"verifiers@{verifiers_version()}",
                 path=config.rootpath / "verifiers", vf=self)
-            found: list[pytest.Item | pytest.Collector] = list(library.collect())
-            session.ihook.pytest_collectreport(report=pytest.CollectReport(
-                library.nodeid, "passed", None, found))
-            added += [item for item in found if isinstance(item, pytest.Item)]
+            try:
+                found: list[pytest.Item | pytest.Collector] = list(library.collect())
+            except LibraryRunError as e:  # a collection error of one line, as pytest's own
+                session.ihook.pytest_collectreport(report=pytest.CollectReport(
+                    library.nodeid, "failed", str(e), []))
+            else:
+                session.ihook.pytest_collectreport(report=pytest.CollectReport(
+                    library.nodeid, "passed", None, found))
+                added += [item for item in found if isinstance(item, pytest.Item)]
         if self.only:
             added = only_items(added, self.only)
         items.extend(added)
 
     def library_report(self) -> dict[str, Any]:
-        """The library suite's JSON report, once its run has written it."""
+        """The library suite's JSON report, once its run has written it (LibraryRunError
+        when it ended without, or stalled: `vfcheck._frontends.library_run`)."""
         assert self.run_dir is not None
-        path = self.run_dir / LIBRARY_REPORT
-        while not path.exists():
-            if self._library_proc is not None and self._library_proc.poll() is not None:
-                if not path.exists():
-                    raise RuntimeError("vfcheck: the library suite ended without a report "
-                                       f"(exit {self._library_proc.returncode})")
-            time.sleep(0.2)
-        report: dict[str, Any] = json.loads(path.read_text())
-        return report
+        return library_report(self.run_dir, self._library_proc)
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         if self.empty_shard is not None:
@@ -293,8 +285,9 @@ class VfcheckSession:
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """Ctrl-C, or SIGTERM (CI cancelling a job: `vfcheck._shared.exits.Terminated`, which ends
         the session as Ctrl-C does, so that reports are written and workers stopped)."""
-        if isinstance(excinfo.value, KeyboardInterrupt):  # not `pytest.exit()`
-            self.check_run.interrupted(excinfo.value)
+        if isinstance(excinfo.value, KeyboardInterrupt) and not isinstance(
+                excinfo.value, pytest.Session.Interrupted):  # not `pytest.exit()`, nor
+            self.check_run.interrupted(excinfo.value)   # pytest's stop on collection errors
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_xdist_worker and self.spread:
@@ -315,9 +308,10 @@ class VfcheckSession:
                 # tests ran": the controller says what, and exits as a usage error
                 sys.stderr.write(f"ERROR: vfcheck: {usage[0]}\n")
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
-            if session.exitstatus == pytest.ExitCode.INTERRUPTED or self.check_run.interrupt:
-                # as `vfcheck check`: 130 interrupted (SIGINT), 143 terminated (SIGTERM)
-                session.exitstatus = self.check_run.interrupt or EXIT_SIGINT
+            if self.check_run.interrupt:
+                # as `vfcheck check`: 130 interrupted (SIGINT), 143 terminated (SIGTERM);
+                # pytest's own INTERRUPTED (2) also stands for errors during collection
+                session.exitstatus = self.check_run.interrupt
             if self._library_proc is not None and self._library_proc.poll() is None:
                 self._library_proc.kill()
         finally:
