@@ -2,3 +2,4 @@
 reports' headers."""
 
 __version__ = "0.1.0"
+"""vfcheck's version (the reports' headers print it)."""

@@ -1,6 +1,7 @@
-"""House rules read from the source: vfcheck's import graph has no cycle, and no module is
-long. A cycle hidden in function-level imports still decides which module must be imported
-first and makes every part of it move together; a long module holds several jobs.
+"""House rules read from the source: vfcheck's import graph has no cycle, its layers are the ones
+docs/architecture.md draws, and no module is long. A cycle hidden in function-level imports still
+decides which module must be imported first and makes every part of it move together; a long module
+holds several jobs.
 
 The graph is built with `ast`, without importing anything (no verifiers, no vfcheck).
 Edges are what Python does when the import statement runs:
@@ -330,3 +331,67 @@ def test_the_process_core_names_no_family_and_no_check() -> None:
                     and node.value in names and id(node) not in docstrings:
                 found.append(f"{path.relative_to(SOURCE.parent)}:{node.lineno}: {node.value!r}")
     assert not found, "the process core names families or checks:\n" + "\n".join(found)
+
+
+# -- the drawing of docs/architecture.md
+
+
+ARCHITECTURE = SOURCE.parent / "docs" / "architecture.md"
+
+
+def drawn_rows(text: str) -> list[list[str]]:
+    """The layers docs/architecture.md draws, top row first: each row's names before its
+    description (`a/ · b/ · c`), as layer names (`vfcheck.a`; `vfcheck` for the package)."""
+    start, end = "<!-- layers:start -->", "<!-- layers:end -->"
+    assert start in text and end in text, "docs/architecture.md lost its layers markers"
+    rows = []
+    for line in text.split(start, 1)[1].split(end, 1)[0].splitlines():
+        if not line.strip() or line.startswith((" ", "`")):
+            continue  # arrows, descriptions, the fence
+        names = line.split("  ", 1)[0].split(" · ")
+        rows.append([("vfcheck." + n.strip().rstrip("/")) if n.strip() != "vfcheck"
+                     else "vfcheck" for n in names])
+    return rows
+
+
+def layer_violations(rows: list[list[str]], folded: dict[str, dict[str, Edge]]) -> list[str]:
+    """Each import that goes up the drawing or sideways in a row, and each layer drawn
+    twice or not at all."""
+    rank = {name: i for i, row in enumerate(rows) for name in row}
+    found = [f"{name} is drawn {sum(name in r for r in rows)} times"
+             for name in rank if sum(name in r for r in rows) != 1]
+    found += [f"{name} is not drawn" for name in folded if name not in rank]
+    found += [f"{name} is drawn but is no layer" for name in rank if name not in folded]
+    for layer, edges in sorted(folded.items()):
+        for target in sorted(edges):
+            if layer in rank and target in rank and rank[target] <= rank[layer]:
+                where = "in its own row" if rank[target] == rank[layer] else "above it"
+                found.append(f"{layer} imports {target}, drawn {where}")
+    return found
+
+
+def test_the_architecture_drawing_is_the_import_graph() -> None:
+    """docs/architecture.md draws the layers top to bottom; each imports only the rows
+    below it. A move in the code that breaks the drawing fails here: redraw it."""
+    rows = drawn_rows(ARCHITECTURE.read_text())
+    found = layer_violations(rows, layers_of(import_graph(SOURCE)))
+    assert not found, ("docs/architecture.md's drawing disagrees with the import graph:\n"
+                       + "\n".join(found))
+
+
+def test_a_drawing_that_puts_a_layer_too_low_is_caught(tmp_path: Path) -> None:
+    pkg = write_package(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/top.py": "from pkg.low import x\n",
+        "pkg/low.py": "x = 1\n",
+        "pkg/side.py": "from pkg.top import y\n",
+    })
+    folded = layers_of(import_graph(pkg))
+    drawing = ("<!-- layers:start -->\n```text\nlow                 the bottom? no\n   |\n"
+               "top · side          two in a row\n```\n<!-- layers:end -->\n")
+    rows = [[n.replace("vfcheck", "pkg", 1) for n in row] for row in drawn_rows(drawing)]
+    assert layer_violations(rows, folded) == [
+        "pkg is not drawn",
+        "pkg.side imports pkg.top, drawn in its own row",
+        "pkg.top imports pkg.low, drawn above it",
+    ]

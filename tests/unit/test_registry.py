@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
-from support import DOCS, README
+from support import DOCS, README, SOURCE
 
 from vfcheck.checks import CATALOGUE, FAMILIES, REGISTRY
 from vfcheck.checks._catalogue import markdown_table, readme_block
@@ -99,3 +102,62 @@ def test_report_order_is_the_families_order_then_registration() -> None:
     assert registry.families == ("early", "late")
     with pytest.raises(ValueError, match="declared twice"):
         registry.declare(Family("early", 1.0, "again"))
+
+
+def registering_modules(root: Path) -> dict[str, set[str]]:
+    """Module (dotted) -> what it calls of the registry at its top level (`check`, `family`):
+    read from the source, nothing imported."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        tree = ast.parse(path.read_text())
+        calls = set()
+        for node in tree.body:
+            decorators = node.decorator_list if isinstance(
+                node, ast.FunctionDef | ast.AsyncFunctionDef) else []
+            exprs = [*decorators, node.value] if isinstance(node, ast.Expr) else decorators
+            for expr in exprs:
+                if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) \
+                        and expr.func.id in ("check", "family"):
+                    calls.add(expr.func.id)
+        if calls:
+            found[".".join(p for p in parts if p != "__init__")] = calls
+    return found
+
+
+def unregistered(root: Path, discovered: set[str]) -> list[str]:
+    """Modules that register checks or declare a family but are not discovered: what they
+    register never runs, and nothing else would say so."""
+    return [f"{module} calls {', '.join(sorted(calls))}() but is no family module (a module "
+            f"of vfcheck/checks/ without a leading `_`)"
+            for module, calls in registering_modules(root).items() if module not in discovered]
+
+
+def test_every_module_that_registers_a_check_is_a_discovered_family() -> None:
+    from vfcheck.checks._discovery import family_modules
+
+    package = SOURCE / "checks"
+    discovered = set(family_modules("vfcheck.checks", [str(package)]))
+    assert unregistered(SOURCE, discovered) == []
+    declaring = {m for m, calls in registering_modules(SOURCE).items() if "family" in calls}
+    assert declaring == discovered, "each family module declares its family"
+    assert {spec.fn.__module__ for spec in CATALOGUE if spec.fn} == discovered
+
+
+def test_a_forgotten_registration_is_caught(tmp_path: Path) -> None:
+    """A check written in a helper module (`_probes.py`) or outside `checks/` is never
+    imported by discovery, so it would never run: the source test names it."""
+    root = tmp_path / "vfcheck"
+    (root / "checks").mkdir(parents=True)
+    (root / "checks" / "gold.py").write_text('family("gold", summary="s")\n\n@check("gold")\n'
+                                             'async def gold(ctx, task): ...\n')
+    (root / "checks" / "_probes.py").write_text('@check("probe.x", family="gold")\n'
+                                                'async def x(ctx, task): ...\n')
+    (root / "_frontends").mkdir()
+    (root / "_frontends" / "mine.py").write_text('family("mine", summary="s")\n')
+    assert unregistered(root, {"vfcheck.checks.gold"}) == [
+        "vfcheck._frontends.mine calls family() but is no family module (a module of "
+        "vfcheck/checks/ without a leading `_`)",
+        "vfcheck.checks._probes calls check() but is no family module (a module of "
+        "vfcheck/checks/ without a leading `_`)",
+    ]

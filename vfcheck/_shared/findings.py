@@ -11,12 +11,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 Outcome = Literal["passed", "failed", "skipped", "error", "expected"]
+"""`failed`: the env broke the contract; `error`: vfcheck could not run the check, never a
+verdict on the env; `expected`: a failure the user allowed, or a baselined library
+behaviour."""
 OUTCOMES: tuple[Outcome, ...] = ("passed", "failed", "skipped", "error", "expected")
 BAD_OUTCOMES = frozenset({"failed", "error"})
 
 
 @dataclass(frozen=True)
 class TaskId:
+    """A task as findings name it: its index in the taskset and its key."""
+
     index: int
     key: str
 
@@ -26,6 +31,9 @@ class TaskId:
 
 @dataclass
 class Finding:
+    """One check's verdict on an env or a task: what the reports print, the JSON report
+    holds and pytest turns into an item's outcome."""
+
     check: str
     """The check id, e.g. `gold` or `lifecycle.order`."""
     family: str

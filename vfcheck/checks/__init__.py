@@ -34,7 +34,9 @@ from vfcheck.checks._registry import (
 discover(__name__, __path__)
 
 CATALOGUE: tuple[CheckSpec, ...] = tuple(REGISTRY)
+"""Every registered check, in report order."""
 BY_ID: dict[str, CheckSpec] = {spec.id: spec for spec in CATALOGUE}
+"""The registered checks by id."""
 FAMILIES: tuple[str, ...] = REGISTRY.families
 """The families, in the order the report lists them."""
 

@@ -24,6 +24,10 @@ T = TypeVar("T")
 
 
 class CheckContext:
+    """What every check function gets (`fn(ctx, task)`): the env's id, its loaded tasks and
+    the run's options, `ctx.finding(...)` to write a finding in vfcheck's words, and the
+    run's shared resources (the episode lab: `vfcheck.checks.play_reply`)."""
+
     def __init__(self, env_id: str, spec: dict[str, Any], options: CheckOptions) -> None:
         self.env_id = env_id
         self.spec = spec

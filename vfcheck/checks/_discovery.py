@@ -22,6 +22,7 @@ from importlib.metadata import EntryPoint, entry_points
 from vfcheck.checks._registry import REGISTRY
 
 ENTRY_POINT_GROUP = "vfcheck.checks"
+"""The entry-point group a distribution names its check modules in."""
 
 
 def family_modules(package: str, path: Iterable[str]) -> list[str]:

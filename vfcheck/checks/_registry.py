@@ -68,6 +68,9 @@ episodes, before `hygiene` (which looks at what every other check left behind)."
 
 @dataclass(frozen=True)
 class CheckSpec:
+    """A registered check: its id, family, scope and the three sentences the reports quote
+    (contract, fails when, why), with how its deadline is sized."""
+
     id: str
     family: str
     scope: Scope
@@ -224,6 +227,7 @@ class Registry:
 
 
 REGISTRY = Registry()
+"""The process's one registry: every family and check discovered (`vfcheck.checks`)."""
 
 
 def family(name: str, *, summary: str, order: float = USER_ORDER) -> Family:
