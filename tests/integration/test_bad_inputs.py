@@ -3,10 +3,10 @@ what and where, the documented exit code, never a traceback, a hang or a false e
 Outputs that cannot be written, script entries and env args the env cannot take are usage
 errors (`vfcheck` 2, pytest 4), found before any work (an env's own verdict needs its load).
 
-The option values (both front ends, command line, `[tool.vfcheck]`, environment) have their
-own table in tests/test_options.py; this one holds the rest: each subcommand's own flags,
-ports, scripts that name no task, endpoints nobody serves, and env modules that end the
-process (`sys.exit()`, a `BaseException`) at import or in a hook.
+The option values (both front ends, command line, `[tool.vfcheck]`, environment) have their own
+table in tests/integration/test_options.py; this one holds the rest: each subcommand's own flags,
+ports, scripts that name no task, endpoints nobody serves, and env modules that end the process
+(`sys.exit()`, a `BaseException`) at import or in a hook.
 """
 
 from __future__ import annotations

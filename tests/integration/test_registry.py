@@ -27,7 +27,7 @@ def test_every_check_has_a_fixture_that_makes_it_fail() -> None:
 
     failing = {check for units in BROKEN.values() for check, _ in units}
     failing |= {"load"} if LOAD_BROKEN else set()
-    failing |= {"golden.unused"}  # under strict: tests/test_golden.py
+    failing |= {"golden.unused"}  # under strict: tests/integration/test_golden.py
     from .test_network import BREAKS as NETWORK_BREAKS
     from .test_reward_probes import BREAKS
     from .test_served import BREAKS as SERVED_BREAKS

@@ -3,11 +3,14 @@ memory that are free, the user's numbers winning, and the header saying which.""
 
 from __future__ import annotations
 
+import pytest
+
 from vfcheck._isolation.capacity import (
     CHAT_EPISODES,
     ENV_MEMORY,
     INTERPRETER_MEMORY,
     MIN_CHAT_EPISODES,
+    cores_within,
     size,
     usable_cores,
 )
@@ -52,5 +55,23 @@ def test_what_the_user_gives_wins_and_the_header_says_so() -> None:
     assert size(2, 0.5, 20 * GIB, envs=2).line().endswith("0.5 busy, 20.0 GiB free)")
 
 
-def test_the_usable_cores_are_at_least_one() -> None:
-    assert usable_cores() >= 1
+@pytest.mark.parametrize(("affinity", "cpu_max", "cores"), [
+    (4, None, 4.0),                    # no cgroup file: the affinity
+    (4, "max 100000\n", 4.0),          # no quota
+    (4, "150000 100000\n", 1.5),       # a container's 1.5 CPUs
+    (2, "800000 100000", 2.0),         # a quota above the affinity: the affinity
+    (4, "20000 100000", 1.0),          # a fifth of a core: still one
+    (0, None, 1.0),                    # never below one
+    (4, "garbage", 4.0),               # unreadable: the affinity
+])
+def test_the_usable_cores_are_the_affinity_within_the_quota(
+        affinity: int, cpu_max: str | None, cores: float) -> None:
+    assert cores_within(affinity, cpu_max) == cores
+
+
+def test_the_usable_cores_read_this_machine() -> None:
+    import os
+
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    assert 1.0 <= usable_cores() <= affinity

@@ -46,7 +46,14 @@ def test_ids_that_name_a_module_pass_without_importing_it(project: Path) -> None
 
 def test_a_file_path_for_an_id_is_left_to_the_load_which_says_how_to_write_it(
         project: Path) -> None:
-    resolve(project, {"envs": ["envs/my_env.py"]}, find_envs=True)
+    from vfcheck._episodes.load_errors import id_hint
+
+    found = resolve(project, {"envs": ["envs/my_env.py"]}, find_envs=True)  # no usage error
+    assert found.run.envs == ["envs/my_env.py"]
+    assert id_hint("envs/my_env.py") == (
+        " ('envs/my_env.py' looks like a file path; an env id is its module's name with "
+        "dashes: try `my-env --path envs`)")
+    assert id_hint("my-env") == ""
 
 
 def test_a_word_in_an_envs_source_is_found_without_importing_it(project: Path) -> None:

@@ -265,7 +265,7 @@ CONTENTS = st.text(max_size=40) | st.lists(STRING_FRAGMENTS, max_size=6).map("".
 
 
 def build_record(v: Volatile, user: str = "add 2 and 3") -> dict[str, Any]:
-    """A `Trace.to_record()` of a one-tool-call episode (the shape of tests/test_normalize.py's
+    """A `Trace.to_record()` of a one-tool-call episode (the shape of tests/unit/test_normalize.py's
     sample), with every volatile value taken from `v`."""
     t = v.times
     message = {"role": "assistant", "content": None, "reasoning_content": None,

@@ -395,3 +395,21 @@ def test_a_drawing_that_puts_a_layer_too_low_is_caught(tmp_path: Path) -> None:
         "pkg.side imports pkg.top, drawn in its own row",
         "pkg.top imports pkg.low, drawn above it",
     ]
+
+
+def test_no_dead_code() -> None:
+    """vulture over the package, configured in pyproject.toml's `[tool.vulture]` (what it
+    cannot see used is named there, with why): nothing it finds is left."""
+    from vulture import core
+    from vulture.config import make_config
+
+    with (SOURCE.parent / "pyproject.toml").open("rb") as pyproject:
+        settings = make_config(argv=[], tomlfile=pyproject)
+    finder = core.Vulture(ignore_names=settings["ignore_names"],
+                          ignore_decorators=settings["ignore_decorators"])
+    finder.scavenge([str(SOURCE.parent / p) for p in settings["paths"]])
+    found = [f"{Path(item.filename).resolve().relative_to(SOURCE.parent)}:{item.first_lineno}: "
+             f"{item.message} ({item.confidence}%)"
+             for item in finder.get_unused_code(min_confidence=settings["min_confidence"])]
+    assert not found, "dead code (remove it, or name it in [tool.vulture] with why):\n" + \
+        "\n".join(found)

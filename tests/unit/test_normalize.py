@@ -291,7 +291,7 @@ def test_long_strings_are_shortened_around_the_first_difference() -> None:
 
 
 def test_temp_paths_rule_renames_every_random_segment_in_one_application() -> None:
-    """Found by hypothesis (tests/test_fuzz.py): the greedy path prefix let one pass rename
+    """Found by hypothesis (tests/unit/test_fuzz.py): the greedy path prefix let one pass rename
     only the last of two random segments, so the rule was not idempotent."""
     from vfcheck._traces.normalize import RULES
 

@@ -100,7 +100,7 @@ def test_every_option_round_trips_through_the_cli_replay_line(project: Path, nam
 def test_all_options_at_once_round_trip_through_both_front_ends(
     project: Path, pytester: pytest.Pytester
 ) -> None:
-    from vfcheck._frontends.pytest_session import options_from_config
+    from vfcheck._frontends.pytest_session import resolved_from_config
 
     names = list(SAMPLES)
     cli = from_cli(words_for(names, "cli"), project)
@@ -109,10 +109,10 @@ def test_all_options_at_once_round_trip_through_both_front_ends(
     for folder in ("envs", "more-envs", "wheelhouse"):
         (pytester.path / folder).mkdir()
     (pytester.path / "script.toml").write_text("seed = 4\n")
-    plugin = options_from_config(pytester.parseconfig(*words_for(names, "pytest")))
+    plugin = resolved_from_config(pytester.parseconfig(*words_for(names, "pytest"))).check
     assert plugin == from_cli(words_for(names, "cli"), pytester.path)
     replayed = plugin.replay_args(pytest=True)
-    assert options_from_config(pytester.parseconfig(*replayed)) == plugin
+    assert resolved_from_config(pytester.parseconfig(*replayed)).check == plugin
     # the replay lines of both front ends say the same, flag for flag; paths for pytest are
     # one word (--vf-path=DIR): pytest would take a second word for a test path
     path_flags = {o.pytest for o in OPTIONS if o.kind == "path"}

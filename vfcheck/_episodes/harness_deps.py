@@ -45,15 +45,6 @@ class HarnessDependencyError(Exception):
         self.result = result
 
 
-def wheel_folder(value: str | Path, base: Path, where: str) -> Path:
-    """`value` resolved against `base`; ValueError (a usage error) if it is not a folder."""
-    folder = (base / Path(value).expanduser()).resolve()
-    if not folder.is_dir():
-        raise ValueError(f"{where}: the wheel folder {folder} does not exist "
-                         f"(fill it with: vfcheck wheels {folder})")
-    return folder
-
-
 def use_wheels(folder: str | Path) -> None:
     """Make every uv this process starts (and its children) resolve from `folder` only."""
     resolved = str(Path(folder).resolve())

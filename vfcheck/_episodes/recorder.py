@@ -51,7 +51,6 @@ class TraceLog:
     trace: Any
     """The live `verifiers.v1.Trace`."""
     events: list[NotifyEvent] = field(default_factory=list)
-    minted_at: float = field(default_factory=time.time)
 
     @property
     def labels(self) -> list[str]:

@@ -69,10 +69,6 @@ def resolved_from_config(config: pytest.Config) -> Resolved:
     return found
 
 
-def options_from_config(config: pytest.Config) -> CheckOptions:
-    return resolved_from_config(config).check
-
-
 def rootdir_note(config: pytest.Config, options: CheckOptions) -> list[str]:
     """A line when pytest put its rootdir in another project because it took the value of a
     path option written as two words (`--vf-path /other/envs`) for a test path: pytest

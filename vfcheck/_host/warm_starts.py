@@ -306,7 +306,7 @@ class WarmPopen(subprocess.Popen):  # type: ignore[type-arg]
         ends = [given["p2cread"], given["c2pwrite"], given["errwrite"]]
         fds = [fd if fd != -1 else std for fd, std in zip(ends, (0, 1, 2), strict=True)]
         self.pid = self._zygote.spawn(self._request, fds)
-        self._child_created = True
+        self._child_created = True  # Popen's own flag: __del__ and wait() read it
         close = self._close_pipe_fds  # type: ignore[attr-defined]
         close(given["p2cread"], given["p2cwrite"], given["c2pread"], given["c2pwrite"],
               given["errread"], given["errwrite"])

@@ -94,14 +94,25 @@ def usable_cores() -> float:
     """The cores this process may run on: its CPU affinity, within a cgroup's CPU quota
     (a container's `cpu.max`)."""
     try:
-        cores = float(len(os.sched_getaffinity(0)))
+        affinity = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        cores = float(os.cpu_count() or 1)
+        affinity = os.cpu_count() or 1
     try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        cpu_max: str | None = Path("/sys/fs/cgroup/cpu.max").read_text()
+    except OSError:
+        cpu_max = None
+    return cores_within(affinity, cpu_max)
+
+
+def cores_within(affinity: int, cpu_max: str | None) -> float:
+    """`affinity` cores, within a cgroup v2 `cpu.max` quota (`"150000 100000"`: 1.5 cores;
+    `"max 100000"`: no quota), and never below one."""
+    cores = float(max(1, affinity))
+    try:
+        quota, period = (cpu_max or "").split()[:2]
         if quota != "max":
             cores = min(cores, max(1.0, int(quota) / int(period)))
-    except (OSError, ValueError):
+    except ValueError:
         pass
     return cores
 

@@ -108,7 +108,6 @@ class EventLog:
 
     path: Path
     offset: int = 0
-    hello: dict[str, Any] | None = None
     ready: dict[str, Any] | None = None
     plan: dict[str, Any] | None = None
     started: dict[Unit, tuple[float, float, float]] = field(default_factory=dict)
@@ -125,10 +124,9 @@ class EventLog:
     a hook) did: the units in flight then died with it."""
     final: bool = False
     worker_starts: int = 0
+    """How many worker processes this run started (restarts after a stall add one each)."""
     starts: dict[str, Any] = field(default_factory=dict)
     """How the worker's processes started, warm or cold (`starts` events, summed)."""
-    """How many worker processes this run started (restarts after a stall add one each)."""
-    last_event: float = field(default_factory=time.monotonic)
     _reading: threading.Lock = field(default_factory=threading.Lock, repr=False,
                                      compare=False)
     """One poll at a time: the supervisor's thread and the front end's both poll one log,
@@ -150,13 +148,12 @@ class EventLog:
             for raw in chunk[: end + 1].splitlines():
                 if raw.strip():
                     self._apply(json.loads(raw))
-            self.last_event = time.monotonic()
             return True
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event["event"]
         if kind == "hello":
-            self.hello, self.done, self.stall, self.crash = event, False, None, None
+            self.done, self.stall, self.crash = False, None, None
             self.worker_starts += 1
             self.started.clear()  # a restarted worker: what was in flight was settled
             self.queued = 0.0

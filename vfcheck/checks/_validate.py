@@ -32,8 +32,6 @@ from vfcheck._shared.findings import Finding, TaskId
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._registry import spec_of
 
-MODES = ("setup", "gold", "noop")
-
 
 def validate_api() -> tuple[Any, Any] | str:
     """`(_run_check, ValidateConfig)`, or why this verifiers lacks them."""

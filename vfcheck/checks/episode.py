@@ -35,7 +35,7 @@ async def episode(ctx: CheckContext, task: Any) -> Finding:
     result = await (await episode_lab(ctx)).first_play(task)
     probed: list[str] = []
     # Hooks are called again only when verifiers' own error says one returned the wrong
-    # type: a reward may call a judge, and a healthy episode must not pay for a probe.
+    # type (a reward may call a judge, and a healthy episode must not pay for a probe).
     if any(explain_error(e) for e in env_code_errors(result)):
         for trace in result.traces:  # on copies: the play is shared with other families
             probed += [p for p in await probe(task, trace) if p not in probed]
