@@ -6,10 +6,12 @@ findings after it were never read (a report with none) or a half line failed to 
 from __future__ import annotations
 
 import threading
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from vfcheck._frontends.report import write_junit
 from vfcheck._isolation.events import EventLog, append_event
-from vfcheck._shared.findings import Finding
+from vfcheck._shared.findings import EnvReport, Finding, TaskId
 
 FINDINGS = 3000
 
@@ -44,3 +46,31 @@ def test_two_threads_polling_one_log_read_every_event(tmp_path: Path) -> None:
         reader.join(timeout=60)
     assert not errors, errors
     assert log.final and log.offset == path.stat().st_size
+
+
+def test_the_timeline_holds_each_unit_and_the_workers_marks(tmp_path: Path) -> None:
+    """The JSON report's `timeline` (and JUnit's `time`) come from the events' own clock: a
+    unit's start and finding, the first worker's spawn, hello, plan and done."""
+    path = tmp_path / "env.jsonl"
+    gold = Finding("gold", "gold", TaskId(1, "k1"), "passed", "ok")
+    load = Finding("load", "load", None, "passed", "ok")
+    for event in [{"event": "hello", "t": 10.5, "spawned": 10.0, "pid": 1},
+                  {"event": "start", "t": 11.0, "check": "load", "index": None},
+                  {"event": "finding", "t": 12.0, "finding": load.as_dict()},
+                  {"event": "plan", "t": 12.0, "tasks": [], "sample": []},
+                  {"event": "start", "t": 12.25, "check": "gold", "index": 1},
+                  {"event": "finding", "t": 13.0, "finding": gold.as_dict()},
+                  {"event": "hello", "t": 20.0, "pid": 2},  # a restart keeps the first
+                  {"event": "done", "t": 14.0}]:
+        append_event(path, event)
+    log = EventLog(path)
+    log.poll()
+    assert log.timeline["events"] == {"hello": 10.5, "spawned": 10.0, "plan": 12.0,
+                                      "done": 14.0}
+    assert log.timeline["units"] == [["load", None, 11.0, 12.0], ["gold", 1, 12.25, 13.0]]
+    report = EnvReport("vfc-echo", findings=[load, gold], timeline=log.timeline)
+    assert report.seconds(gold) == 0.75 and report.seconds(load) == 1.0
+    assert EnvReport.from_dict(report.as_dict()).timeline == log.timeline
+    write_junit(tmp_path / "r.xml", [report])
+    cases = ET.parse(tmp_path / "r.xml").getroot().iter("testcase")
+    assert [c.get("time") for c in cases] == ["1.000", "0.750"]

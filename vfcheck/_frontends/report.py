@@ -218,6 +218,8 @@ def write_junit(path: Path, envs: list[EnvReport]) -> None:
         )
         for f in env.findings:
             case = ET.SubElement(suite, "testcase", classname=env.id, name=node_name(f))
+            if (seconds := env.seconds(f)) is not None:
+                case.set("time", f"{seconds:.3f}")
             if f.outcome == "failed":
                 ET.SubElement(case, "failure", message=f.message.splitlines()[0]).text = f.message
             elif f.outcome == "error":

@@ -4,7 +4,7 @@ reader (the supervisor, the CLI, each pytest-xdist worker) tails.
 A file, not a pipe: several processes read the same run (`pytest -n 2` must not redo an
 env's work per worker), and what was written survives an interrupt. Events:
 
-- `hello` (worker pid), `ready` (verifiers imported: its version)
+- `hello` (worker pid, when its process `spawned`), `ready` (verifiers imported: its version)
 - `plan` (tasks, the sampled indices, the harness tier per role)
 - `start` / `finding` for each check unit (`check`, `index`)
 - `queued`: seconds the worker's episodes have waited for a slot so far (`seconds`)
@@ -127,6 +127,12 @@ class EventLog:
     """How many worker processes this run started (restarts after a stall add one each)."""
     starts: dict[str, Any] = field(default_factory=dict)
     """How the worker's processes started, warm or cold (`starts` events, summed)."""
+    timeline: dict[str, Any] = field(default_factory=lambda: {"events": {}, "units": []})
+    """When things happened, by the worker's clock (epoch seconds): the first worker's
+    process start (`spawned`), `hello`, `ready`, `plan` and `done` (`events`), and each
+    unit's `[check, index, start, end]` (`units`): the JSON report's `timeline`, JUnit's
+    `time`, bench/profile.py's phases."""
+    _began: dict[Unit, float] = field(default_factory=dict, repr=False, compare=False)
     _reading: threading.Lock = field(default_factory=threading.Lock, repr=False,
                                      compare=False)
     """One poll at a time: the supervisor's thread and the front end's both poll one log,
@@ -152,6 +158,7 @@ class EventLog:
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event["event"]
+        self._time(kind, event)
         if kind == "hello":
             self.done, self.stall, self.crash = False, None, None
             self.worker_starts += 1
@@ -184,6 +191,22 @@ class EventLog:
             self.crash = str(event.get("error") or "")
         elif kind == "final":
             self.final = True
+
+    def _time(self, kind: str, event: dict[str, Any]) -> None:
+        at = event.get("t")
+        if not isinstance(at, (int, float)):
+            return
+        if kind in ("hello", "ready", "plan", "done"):
+            self.timeline["events"].setdefault(kind, at)
+            if kind == "hello" and isinstance(event.get("spawned"), (int, float)):
+                self.timeline["events"].setdefault("spawned", event["spawned"])
+        elif kind == "start":
+            self._began[(event["check"], event["index"])] = at
+        elif kind == "finding":
+            task = event["finding"].get("task") or {}
+            unit = (event["finding"].get("check"), task.get("index"))
+            if (began := self._began.pop(unit, None)) is not None:
+                self.timeline["units"].append([unit[0], unit[1], began, at])
 
     def in_flight(self) -> dict[Unit, tuple[float, float, float]]:
         return {u: t for u, t in self.started.items() if u not in self.findings}

@@ -334,6 +334,8 @@ class EnvCheck:
             findings=findings,
             worker_starts=self.log.worker_starts,
             starts=dict(self.log.starts),
+            timeline={"events": dict(self.log.timeline["events"]),
+                      "units": list(self.log.timeline["units"])},
         )
 
 

@@ -392,8 +392,10 @@ class Worker:
 
 
 async def main_async(spec: dict[str, Any]) -> None:
-    worker = Worker(spec)
-    worker.emit("hello", pid=os.getpid())
+    import psutil
+
+    worker = Worker(spec)  # `spawned`: when this process began, before its imports
+    worker.emit("hello", pid=os.getpid(), spawned=psutil.Process().create_time())
     FLOOR.open(worker.events.parent)  # the run dir: the run's workers share it
     worker.watchdog.install()
     prepare_process_env(worker.ctx.options.paths, wheels=worker.ctx.options.wheels)

@@ -93,6 +93,17 @@ class EnvReport:
     """How the processes verifiers asked for started: `warm` and `cold` counts, why the
     cold ones were (`reasons`), seconds until tool servers listened (`seconds`), and what
     the warm interpreter was (`zygote`) (`vfcheck._host.warm_starts`)."""
+    timeline: dict[str, Any] = field(default_factory=dict)
+    """When the worker said hello, was ready, planned and was done, and each check unit's
+    start and end (epoch seconds; `vfcheck._isolation.events.EventLog.timeline`)."""
+
+    def seconds(self, finding: Finding) -> float | None:
+        """How long the unit that made `finding` ran, if the timeline holds it."""
+        index = finding.task.index if finding.task else None
+        for check, at, start, end in self.timeline.get("units") or []:
+            if check == finding.check and at == index:
+                return max(0.0, float(end) - float(start))
+        return None
 
     @property
     def bad(self) -> bool:
@@ -115,6 +126,7 @@ class EnvReport:
             "worker": self.worker,
             "host": self.host,
             "starts": dict(self.starts),
+            "timeline": dict(self.timeline),
             "findings": [f.as_dict() for f in self.findings],
         }
 
@@ -133,4 +145,5 @@ class EnvReport:
             worker=str(data.get("worker") or "main"),
             host=str(data.get("host") or ""),
             starts=dict(data.get("starts") or {}),
+            timeline=dict(data.get("timeline") or {}),
         )
