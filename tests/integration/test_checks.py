@@ -45,11 +45,18 @@ HOOK_TYPES: dict[Unit, str] = {
 """vfc-broken-hook-types: what the message of each wrong-type hook's finding must say."""
 
 LOAD_BROKEN = {
-    "vfc-broken-load-raises": "ValueError: dataset file missing",
+    "vfc-broken-load-raises": "ValueError: dataset file missing: vfc_broken_load_raises.jsonl "
+    "(run the build script first) (in VfcBrokenLoadRaisesTaskset.load at "
+    "vfc_broken_load_raises.py:29: `raise ValueError(",
+    "vfc-broken-load-construct": "AttributeError: 'str' object has no attribute 'read_text' "
+    "(config field VfcBrokenLoadConstructConfig.system_prompt: str at "
+    "vfc_broken_load_construct.py:22 redefines verifiers' SharedTasksetConfig.system_prompt: "
+    "Path | None, which verifiers reads at verifiers/v1/taskset.py:",
     "vfc-broken-load-network": "reached for the network (huggingface.co)",
     "vfc-broken-load-empty": "yielded no task",
     "vfc-broken-load-dupkeys": "task keys repeat",
-    "vfc-broken-load-import": "No module named 'vfc_no_such_dependency'",
+    "vfc-broken-load-import": "No module named 'vfc_no_such_dependency' (in <module> at "
+    "vfc_broken_load_import.py:19",
     "vfc-broken-load-two": "exports 2 Taskset subclasses",
     "vfc-broken-load-exit": "called sys.exit('VFC_ECHO_CONFIG is not set') (SystemExit)",
 }

@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Mapping
+import linecache
+import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from vfcheck._episodes.offline import offline_env_config
+from vfcheck._host.env_code import EnvCode, display_path
 
 
 class EnvLoadError(Exception):
@@ -86,3 +91,113 @@ def load_error_cause(error: BaseException) -> str:
             messages.append(message)
         return " ".join("; ".join(dict.fromkeys(messages)).split())
     return " ".join(f"{type(error).__name__}: {error}".split())
+
+
+def env_site(error: BaseException) -> str:
+    """` (in VfcTaskset.load at my_env.py:30: `raise ...`)`: the env's own line a load or
+    construction error comes from, so the `load` finding names it as a crash does; empty
+    when none is found.
+
+    The innermost env-code frame of the traceback when there is one; else, when verifiers'
+    own code raised on a config the env declared (`Taskset.__init__` reading
+    `config.system_prompt.read_text()`), the field of that config the env redefined with
+    another type than verifiers' base declares, which verifiers' line names."""
+    env_code = EnvCode()
+    for cause in _chain(error):  # the root cause first, as a traceback prints it
+        env_frames = [tb for tb in _frames(cause.__traceback__)
+                      if tb.tb_frame.f_code.co_filename in env_code]
+        if env_frames:
+            tb = env_frames[-1]
+            code = tb.tb_frame.f_code
+            line = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+            name = getattr(code, "co_qualname", code.co_name)
+            return (f" (in {name} at {display_path(code.co_filename)}:{tb.tb_lineno}"
+                    + (f": `{line}`)" if line else ")"))
+    redefined = redefined_field(error)
+    return f" ({redefined})" if redefined else ""
+
+
+def redefined_field(error: BaseException) -> str | None:
+    """`config field VfcConfig.system_prompt: str at my_env.py:21 redefines verifiers'
+    TasksetConfig.system_prompt: Path | None, which verifiers reads at
+    verifiers/v1/taskset.py:63`, for the innermost verifiers frame whose locals hold a config
+    of the env's (a pydantic model defined in env code) with such a field named on that
+    line or in the error; None otherwise."""
+    env_code = EnvCode()
+    frames = list(_frames(error.__traceback__))
+    for tb in reversed(frames):
+        frame = tb.tb_frame
+        file = frame.f_code.co_filename
+        if file in env_code:
+            continue
+        line = linecache.getline(file, tb.tb_lineno)
+        context = line + linecache.getline(file, tb.tb_lineno - 1) + str(error)
+        for value in list(frame.f_locals.values()):
+            for name, own, base in _redefined_fields(type(value), env_code):
+                if re.search(rf"\b{re.escape(name)}\b", context):
+                    return (f"config field {own.__name__}.{name}: {_annotation(own, name)} at "
+                            f"{_field_line(own, name)} redefines verifiers' "
+                            f"{base.__name__}.{name}: {_annotation(base, name)}, which "
+                            f"verifiers reads at {_verifiers_path(file)}:{tb.tb_lineno}: "
+                            f"`{line.strip()}`")
+    return None
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    seen: BaseException | None = error
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return chain[::-1]
+
+
+def _frames(tb: TracebackType | None) -> Iterator[TracebackType]:
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+def _redefined_fields(model: type, env_code: EnvCode) -> Iterator[tuple[str, type, type]]:
+    """`(field, env class, verifiers base)` for each annotation an env class of `model`'s MRO
+    gives a field that a verifiers base class annotates differently."""
+    if not hasattr(model, "model_fields"):
+        return
+    mro = model.__mro__
+    for index, own in enumerate(mro):
+        source = inspect.getsourcefile(own) if own.__module__ != "builtins" else None
+        if not source or source not in env_code:
+            continue
+        for name in vars(own).get("__annotations__", {}):
+            base = next((b for b in mro[index + 1:]
+                         if name in vars(b).get("__annotations__", {})
+                         and b.__module__.startswith("verifiers.")), None)
+            if base is not None and _annotation(base, name) != _annotation(own, name):
+                yield name, own, base
+
+
+def _annotation(owner: type, name: str) -> str:
+    annotation = vars(owner)["__annotations__"][name]
+    if isinstance(annotation, str):
+        return annotation
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "").replace("pathlib.", "")
+
+
+def _field_line(owner: type, name: str) -> str:
+    """`my_env.py:21`, where `owner`'s body declares `name`."""
+    try:
+        lines, first = inspect.getsourcelines(owner)
+    except (OSError, TypeError):
+        return display_path(inspect.getsourcefile(owner) or "?")
+    for offset, text in enumerate(lines):
+        if re.match(rf"\s+{re.escape(name)}\s*:", text):
+            return f"{display_path(inspect.getsourcefile(owner) or '?')}:{first + offset}"
+    return display_path(inspect.getsourcefile(owner) or "?")
+
+
+def _verifiers_path(file: str) -> str:
+    """`verifiers/v1/taskset.py`: verifiers' file named from its package, as its docs do."""
+    marker = "/verifiers/"
+    return "verifiers/" + file.rsplit(marker, 1)[1] if marker in file else display_path(file)

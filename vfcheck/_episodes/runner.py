@@ -26,6 +26,7 @@ from vfcheck._episodes.harness_deps import HarnessDependencyError, dependency_pr
 from vfcheck._episodes.load_errors import (
     EnvArgError,
     EnvLoadError,
+    env_site,
     id_hint,
     load_error_cause,
     rejected_args,
@@ -156,7 +157,7 @@ def load_env(
         if (rejected := rejected_args(env_id, env_args, e)) is not None:
             raise EnvArgError(rejected) from e
         raise EnvLoadError(f"env {env_id!r} failed to load: {load_error_cause(e)}"
-                           f"{id_hint(env_id)}") from e
+                           f"{env_site(e)}{id_hint(env_id)}") from e
     return env, tiers
 
 

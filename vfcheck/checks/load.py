@@ -95,7 +95,7 @@ def task_hashes(tasks: list[Any]) -> list[str]:
 )
 async def load(ctx: CheckContext, _: Any) -> Finding:
     """Load the env, its tasks and role tiers into `ctx` (only when the finding passes)."""
-    from vfcheck._episodes.load_errors import EnvArgError, EnvLoadError
+    from vfcheck._episodes.load_errors import EnvArgError, EnvLoadError, env_site
     from vfcheck._episodes.runner import load_env, load_tasks
 
     attempts: list[str] = []
@@ -136,7 +136,7 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
             f"any process that loads it (vf-eval, a trainer). Contract: {contract}.",
             traceback=traceback.format_exc())
     except Exception as e:  # noqa: BLE001 - load() raising is the env's load finding
-        message = f"{type(e).__name__}: {e}"
+        message = f"{type(e).__name__}: {e}{env_site(e)}"
         if attempts:
             message = (f"load() reached for the network "
                        f"({', '.join(sorted(set(attempts)))})")
