@@ -4,6 +4,7 @@ process is left."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -25,18 +26,35 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def start_until(args: list[str], cwd: Path, marker: str) -> tuple[subprocess.Popen[str], list[int]]:
+OUTPUT: dict[int, queue.Queue[str]] = {}
+"""Each started run's output lines not read yet, by pid (its stdout is read by a thread)."""
+
+
+def rest_of_output(proc: subprocess.Popen[str]) -> list[str]:
+    """The lines `proc` printed after `start_until` returned (it has exited: its reader
+    thread puts the last of them within moments)."""
+    rest: list[str] = []
+    with contextlib.suppress(queue.Empty):
+        while True:
+            rest.append(OUTPUT[proc.pid].get(timeout=2))
+    return rest
+
+
+def start_until(args: list[str], cwd: Path, marker: str, *,
+                tmpdir: Path | None = None) -> tuple[subprocess.Popen[str], list[int]]:
     """Start `args` and return once a line of its output contains `marker` (the findings
-    the test expects to survive are made), with the processes below it at that moment."""
+    the test expects to survive are made), with the processes below it at that moment.
+    `tmpdir`: the run's TMPDIR, to see what it leaves there."""
     proc = subprocess.Popen(
         args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1",
+             **({"TMPDIR": str(tmpdir)} if tmpdir is not None else {})},
     )
-    lines: queue.Queue[str] = queue.Queue()
+    lines: queue.Queue[str] = OUTPUT.setdefault(proc.pid, queue.Queue())
+    seen: list[str] = []
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout or []],
                      daemon=True).start()
     deadline = time.monotonic() + 120
-    seen: list[str] = []
     while time.monotonic() < deadline:
         try:
             seen.append(lines.get(timeout=1))
@@ -56,23 +74,41 @@ def start_until(args: list[str], cwd: Path, marker: str) -> tuple[subprocess.Pop
 def test_interrupting_check_keeps_findings_and_leaves_no_process(
     fixtures_dir: Path, tmp_path: Path, sig: signal.Signals, code: int
 ) -> None:
-    report = tmp_path / "report.json"
+    """Every report says the run was cut short: the JSON report is not `complete`, names the
+    signal and lists the checks not run; the JUnit XML has a skipped testcase for each, so
+    its counts add up to a whole run's; the summary line counts them; the next step is to
+    run again; and the run leaves no temp dir behind."""
+    report, junit, tmpdir = tmp_path / "report.json", tmp_path / "junit.xml", tmp_path / "tmp"
+    tmpdir.mkdir()
     # a hanging setup keeps the run busy long enough to interrupt it mid-way
     proc, children = start_until(
         [sys.executable, "-m", "vfcheck", "check", "vfc-broken-setup-hang", "-v", "--path",
-         str(fixtures_dir), "--timeout", "120", "--json", str(report)],
-        tmp_path, "setup[0] passed")
+         str(fixtures_dir), "--timeout", "120", "--json", str(report), "--junit-xml",
+         str(junit)],
+        tmp_path, "setup[0] passed", tmpdir=tmpdir)
     proc.send_signal(sig)
     proc.wait(timeout=60)
     err = proc.stderr.read() if proc.stderr else ""
     assert proc.returncode == code, err[-2000:]
-    env = json.loads(report.read_text())["envs"][0]
+    data = json.loads(report.read_text())
+    env = data["envs"][0]
     outcomes = {(f["check"], (f["task"] or {}).get("index")): f["outcome"]
                 for f in env["findings"]}
     assert outcomes[("load", None)] == "passed"
     assert outcomes[("setup", 0)] == "passed"
-    time.sleep(1)
+    name = signal.Signals(sig).name
+    assert (data["complete"], data["interrupted"]) == (False, name)
+    assert "setup[1]" in env["not_run"] and "gold[2]" in env["not_run"]
+    assert not {f"{c}[{i}]" if i is not None else c for c, i in outcomes} & set(env["not_run"])
+    xml = junit.read_text()
+    assert f'<property name="interrupted" value="{name}" />' in xml
+    assert xml.count(f"not run: the run was interrupted ({name})") == len(env["not_run"])
+    out = rest_of_output(proc)
+    summary = next(line for line in out if line.startswith("vfcheck: "))
+    assert f"{len(env['not_run'])} not run (1 env); interrupted ({name})" in summary, summary
+    time.sleep(0.5)
     assert [pid for pid in children if alive(pid)] == []
+    assert [p.name for p in tmpdir.iterdir() if p.name.startswith("vfcheck-cli")] == []
 
 
 @pytest.mark.slow
@@ -97,6 +133,9 @@ def test_interrupting_pytest_vf_env_keeps_reports_and_leaves_no_process(
     assert outcomes[("load", None)] == "passed"
     assert outcomes[("setup", 0)] == "passed"
     assert 'name="setup[0]"' in junit.read_text()
+    data = json.loads(report.read_text())
+    assert (data["complete"], data["interrupted"]) == (False, signal.Signals(sig).name)
+    assert "setup[1]" in data["envs"][0]["not_run"]
     time.sleep(1)
     assert [pid for pid in children if alive(pid)] == []
 

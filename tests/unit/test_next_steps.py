@@ -89,3 +89,22 @@ def test_skipped_and_expected_are_explained_with_the_allow_entry_and_where_it_is
         "allowed: exploit.echo (set in pyproject.toml: [tool.vfcheck] allow); judge.* (set "
         "in --allow)",
         f"reports: HTML report {project / 'r.html'}"]
+
+
+def test_the_first_next_step_follows_from_what_failed(project: Path) -> None:
+    """Failures come before recording golden traces (which becomes `then:`); errors alone
+    are named as errors, not failures; a cut-off run is run again first."""
+    options, run = resolve(project).check, resolve(project).run
+    failed = Finding("gold", "gold", TaskId(1, "k1"), "failed", "env 'my-env', task 1: bad")
+    errored = Finding("setup", "setup", TaskId(1, "k1"), "error", "env 'my-env', task 1: ?")
+    lines = closing_lines([EnvReport(id="my-env", findings=[
+        *missing_golden(project / "golden"), failed])], options, run)
+    assert lines[0] == "next: fix the failures above, then run the rerun line again"
+    assert lines[1].startswith("then: record 3 missing golden trace(s) of my-env")
+    assert closing_lines([EnvReport(id="my-env", findings=[errored])], options, run)[0] == (
+        "next: 1 finding(s) could not be judged (the errors above): fix what they name, then "
+        "run the rerun line again")
+    cut = EnvReport(id="my-env", findings=[failed], not_run=["gold[2]", "noop[*]"])
+    assert closing_lines([cut], options, run)[0] == (
+        "next: the run was cut short before 2 check(s) ran: its verdict is partial; run the "
+        "rerun line again (and fix the 1 failure(s) above)")

@@ -136,3 +136,32 @@ def test_the_probe_table_has_the_oracle_on_top() -> None:
     table = probe_table(ECHO)
     assert table is not None and table.tasks == [0, 1, 2] and table.probes[0] == "oracle"
     assert [table.cell("oracle", t) for t in table.tasks] == ["1", "1", "1"]
+
+
+def test_a_cut_off_run_is_marked_partial_in_every_report(tmp_path: Path) -> None:
+    """An interrupted run (`not_run` units, the signal named): the HTML banner, the step
+    summary's first line, JUnit's property and a skipped testcase per unit not run, the
+    counts line; the JSON report is not `complete`."""
+    from vfcheck._frontends.outcome_grid import counts_text
+    from vfcheck._frontends.report import json_report
+
+    cut = EnvReport.from_dict({**REPORT["envs"][1], "not_run": ["gold[1]", "gold[2]"]})
+    assert EnvReport.from_dict(cut.as_dict()).not_run == ["gold[1]", "gold[2]"]
+    assert counts_text(cut).endswith(", 2 not run")
+    data = json_report([cut], verifiers="0.4.0", seed=0, interrupted="SIGTERM")
+    assert (data["complete"], data["interrupted"]) == (False, "SIGTERM")
+    assert json_report([ECHO], verifiers="0.4.0", seed=0)["complete"] is True
+    assert json_report([ECHO], verifiers="0.4.0", seed=0, final=False)["complete"] is False
+    assert "Interrupted (SIGTERM): this report is partial.</strong> 2 check(s) not run" in (
+        render_html(data))
+    assert summary_markdown([cut], "SIGTERM").splitlines()[2] == (
+        "> **Interrupted (SIGTERM): this summary is partial**; 2 check(s) not run.")
+    write_junit(tmp_path / "r.xml", [cut], interrupted="SIGTERM")
+    root = ET.parse(tmp_path / "r.xml").getroot()
+    assert root.find("properties/property").attrib == {"name": "interrupted", "value": "SIGTERM"}
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert int(suite.attrib["tests"]) == len(cut.findings) + 2
+    skipped = {c.attrib["name"]: c.find("skipped") for c in suite.iter("testcase")}
+    assert skipped["gold[2]"] is not None and skipped["gold[2]"].attrib["message"] == (
+        "not run: the run was interrupted (SIGTERM)")

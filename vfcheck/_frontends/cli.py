@@ -26,6 +26,7 @@ from vfcheck._shared.exits import (
     Terminated,
     interrupt_code,
     raise_terminated,
+    signal_name,
 )
 
 if TYPE_CHECKING:
@@ -149,7 +150,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         except KeyboardInterrupt as interrupt:  # and SIGTERM's `Terminated`
             check_run.interrupted(interrupt)
             show_reports(console, check_run.finish(), verbose=run.verbose,
-                         allow_from=options.allow_from)
+                         allow_from=options.allow_from,
+                         interrupted=signal_name(check_run.interrupt))
             raise
         except UsageInput as e:  # what was found so far is written; nothing more runs
             check_run.finish()

@@ -49,7 +49,8 @@ def render_html(report: dict[str, Any]) -> str:
             for number, data in enumerate(report.get("envs") or [])]
     return render("report.html.j2", css=Markup(_css()), envs=envs, outcomes=COUNT_ORDER,
                   vfcheck=report.get("vfcheck") or "?", verifiers=report.get("verifiers") or "?",
-                  seed=report.get("seed"))
+                  seed=report.get("seed"), interrupted=report.get("interrupted"),
+                  not_run=sum(len(data.get("not_run") or []) for data in report.get("envs") or []))
 
 
 def anchor(env_number: int, finding_number: int) -> str:

@@ -23,20 +23,24 @@ def closing_lines(reports: Sequence[EnvReport], options: CheckOptions, run: RunO
                   pytest: bool = False) -> list[str]:
     """What to do next: the command that records each env's missing golden traces (or
     updates changed ones), the allow entries in force and where they are set, and the
-    reports this run wrote. Always at least one line."""
+    reports this run wrote. Always at least one line, and the first says what follows from
+    the findings: a run cut short is run again, failures are fixed before golden traces are
+    recorded, errors are named as errors (not as failures)."""
     lines: list[str] = []
+    first = first_step(reports)
+    then = "next" if first is None else "then"
     for report in reports:
         actions = [(f.details.get("golden") or {}).get("action") for f in report.findings
                    if f.check == "golden"]
         missing, changed = actions.count("missing"), actions.count("mismatch")
         if missing and golden_not_found(report, options) is not None:
-            lines.append(f"next: run vfcheck where {report.id}'s golden traces are (see the "
+            lines.append(f"{then}: run vfcheck where {report.id}'s golden traces are (see the "
                          "warning above) before recording any")
         elif missing or changed:
             what = " and ".join(
                 part for part in (f"record {missing} missing" if missing else "",
                                   f"update {changed} changed" if changed else "") if part)
-            lines.append(f"next: {what} golden trace(s) of {report.id} (when intended): "
+            lines.append(f"{then}: {what} golden trace(s) of {report.id} (when intended): "
                          f"{options.record_golden_command(report.id, pytest=pytest)}")
     if options.allow:
         by_where: dict[str, list[str]] = {}
@@ -51,13 +55,31 @@ def closing_lines(reports: Sequence[EnvReport], options: CheckOptions, run: RunO
     if written:
         lines.append("reports: " + ", ".join(f"{name} {Path(path).resolve()}"
                                              for name, path in written))
-    if not any(line.startswith("next:") for line in lines):
-        bad = any(report.bad for report in reports)
-        lines.insert(0, "next: fix the failures above, then run the rerun line again" if bad
-                     else "next: nothing to do" + ("" if options.allow else
-                                                   " (every finding passed or is explained "
-                                                   "above)"))
+    if first is not None:
+        lines.insert(0, first)
+    elif not any(line.startswith("next:") for line in lines):
+        lines.insert(0, "next: nothing to do" + ("" if options.allow else
+                                                " (every finding passed or is explained "
+                                                "above)"))
     return lines
+
+
+def first_step(reports: Sequence[EnvReport]) -> str | None:
+    """The step that comes before any other, or None: the run was cut short (checks not
+    run), checks failed, or findings could not be judged (errors)."""
+    not_run = sum(len(report.not_run) for report in reports)
+    failed = sum(1 for r in reports for f in r.findings if f.outcome == "failed")
+    errors = sum(1 for r in reports for f in r.findings if f.outcome == "error")
+    if not_run:
+        return (f"next: the run was cut short before {not_run} check(s) ran: its verdict is "
+                "partial; run the rerun line again"
+                + (f" (and fix the {failed} failure(s) above)" if failed else ""))
+    if failed:
+        return "next: fix the failures above, then run the rerun line again"
+    if errors:
+        return (f"next: {errors} finding(s) could not be judged (the errors above): fix what "
+                "they name, then run the rerun line again")
+    return None
 
 
 def pytest_sections(reports: Sequence[EnvReport], options: CheckOptions, run: RunOptions

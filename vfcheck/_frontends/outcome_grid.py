@@ -31,9 +31,13 @@ def short_key(key: str, limit: int = 32) -> str:
 
 
 def counts_text(env: EnvReport) -> str:
-    """`6 failed, 52 passed, 12 skipped`, as pytest's last line puts it."""
+    """`6 failed, 52 passed, 12 skipped` (`, 75 not run` when the run was cut short), as
+    pytest's last line puts it."""
     counts = env.counts()
-    return ", ".join(f"{counts[o]} {o}" for o in COUNT_ORDER if counts[o]) or "no findings"
+    parts = [f"{counts[o]} {o}" for o in COUNT_ORDER if counts[o]]
+    if env.not_run:  # an interrupted run's report says what it never came to
+        parts.append(f"{len(env.not_run)} not run")
+    return ", ".join(parts) or "no findings"
 
 
 def marks_of(findings: list[Finding]) -> str:

@@ -144,7 +144,8 @@ def explained(report: EnvReport, allow_from: dict[str, str] | None = None) -> li
 
 
 def show_reports(console: Any, reports: list[EnvReport], *, verbose: bool = False,
-                 allow_from: dict[str, str] | None = None) -> None:
+                 allow_from: dict[str, str] | None = None,
+                 interrupted: str | None = None) -> None:
     """Per env: its counts and family x task grid of marks, the rows of its failures and
     errors (`verbose`: a row per finding) with their whole messages, why findings were
     skipped or expected (`allow_from`: where each allow entry is set), each family's summary
@@ -179,20 +180,27 @@ def show_reports(console: Any, reports: list[EnvReport], *, verbose: bool = Fals
     if failing:
         console.print(f"[bold red]{len(failing)} finding(s) failed or errored[/]")
     if reports:
-        everything = EnvReport(id="all", findings=[f for r in reports for f in r.findings])
+        everything = EnvReport(id="all", findings=[f for r in reports for f in r.findings],
+                               not_run=[unit for r in reports for unit in r.not_run])
+        cut = "" if interrupted is None else (
+            f"; interrupted ({interrupted}): the reports are partial")
         plain(f"vfcheck: {counts_text(everything)} ({len(reports)} env"
-              f"{'' if len(reports) == 1 else 's'})")
+              f"{'' if len(reports) == 1 else 's'}){cut}")
 
 
 def json_report(
     envs: list[EnvReport], *, verifiers: str | None, seed: int | None,
-    shard: dict[str, Any] | None = None,
+    shard: dict[str, Any] | None = None, final: bool = True, interrupted: str | None = None,
 ) -> dict[str, Any]:
     """The JSON report; `shard` (`vfcheck._shared.shards.Shard.as_dict`) when a run checked one
-    shard of its envs."""
+    shard of its envs. `complete` is false for a checkpoint (`final` false), a run cut short
+    (`interrupted`: `SIGTERM`, `SIGINT`) and any env with units not run: a CI job that
+    archives a cut-off run's report can tell it from a verdict."""
     from vfcheck._version import __version__
 
+    complete = final and interrupted is None and not any(env.not_run for env in envs)
     return {"vfcheck": __version__, "verifiers": verifiers, "seed": seed, "shard": shard,
+            "complete": complete, "interrupted": interrupted,
             "envs": [_env_dict(env) for env in envs]}
 
 
@@ -202,19 +210,29 @@ def _env_dict(env: EnvReport) -> dict[str, Any]:
     return {**env.as_dict(), **report_data(env)}
 
 
+def not_run_message(interrupted: str | None) -> str:
+    """Why a unit has no finding: `not run: the run was interrupted (SIGTERM)`."""
+    return ("not run: the run was interrupted" + (f" ({interrupted})" if interrupted else "")
+            if interrupted else "not run: the run stopped before it")
+
+
 def write_json(path: Path, report: dict[str, Any]) -> None:
     write_atomically(path, json.dumps(report, indent=2, default=str) + "\n")
 
 
-def write_junit(path: Path, envs: list[EnvReport]) -> None:
-    """JUnit XML for CI UIs: a testsuite per env, a testcase per finding."""
+def write_junit(path: Path, envs: list[EnvReport], *, interrupted: str | None = None) -> None:
+    """JUnit XML for CI UIs: a testsuite per env, a testcase per finding, and a skipped one
+    per unit an interrupted run never came to (saying so), so the counts add up."""
     root = ET.Element("testsuites", name="vfcheck")
+    if interrupted is not None:
+        properties = ET.SubElement(root, "properties")
+        ET.SubElement(properties, "property", name="interrupted", value=interrupted)
     for env in envs:
         counts = env.counts()
         suite = ET.SubElement(
-            root, "testsuite", name=env.id, tests=str(len(env.findings)),
+            root, "testsuite", name=env.id, tests=str(len(env.findings) + len(env.not_run)),
             failures=str(counts["failed"]), errors=str(counts["error"]),
-            skipped=str(counts["skipped"]),
+            skipped=str(counts["skipped"] + len(env.not_run)),
         )
         for f in env.findings:
             case = ET.SubElement(suite, "testcase", classname=env.id, name=node_name(f))
@@ -226,6 +244,9 @@ def write_junit(path: Path, envs: list[EnvReport]) -> None:
                 ET.SubElement(case, "error", message=f.message.splitlines()[0]).text = f.message
             elif f.outcome in ("skipped", "expected"):  # expected: baselined or allowed
                 ET.SubElement(case, "skipped", message=f"{f.outcome}: {f.message}")
+        for unit in env.not_run:
+            case = ET.SubElement(suite, "testcase", classname=env.id, name=unit)
+            ET.SubElement(case, "skipped", message=not_run_message(interrupted))
         from vfcheck._frontends.probe_table import probe_table
 
         if (table := probe_table(env)) is not None:

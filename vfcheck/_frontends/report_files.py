@@ -13,18 +13,21 @@ from vfcheck._shared.findings import EnvReport
 
 
 def write_reports(reports: list[EnvReport], run: RunOptions, *, verifiers: str | None,
-                  seed: int | None, final: bool = True, junit: bool = True) -> dict[str, Any]:
+                  seed: int | None, final: bool = True, junit: bool = True,
+                  interrupted: str | None = None) -> dict[str, Any]:
     """Write what `run` asks for; the JSON report's data. `final`: the run is over (else
     only the JSON report, a checkpoint); `junit`: this front end writes the JUnit XML
-    (pytest writes its own)."""
+    (pytest writes its own); `interrupted`: the signal that cut the run short (`SIGTERM`),
+    which every report says."""
     from vfcheck._frontends.report import json_report, write_json, write_junit
 
     shard = run.shard.as_dict(run.envs) if run.shard is not None else None
-    data = json_report(reports, verifiers=verifiers, seed=seed, shard=shard)
+    data = json_report(reports, verifiers=verifiers, seed=seed, shard=shard, final=final,
+                       interrupted=interrupted)
     if run.json:
         write_json(Path(run.json), data)
     if final and junit and run.junit_xml:
-        write_junit(Path(run.junit_xml), reports)
+        write_junit(Path(run.junit_xml), reports, interrupted=interrupted)
     if final and run.html:
         from vfcheck._frontends.html_report import write_html
 
@@ -32,5 +35,5 @@ def write_reports(reports: list[EnvReport], run: RunOptions, *, verifiers: str |
     if final:
         from vfcheck._frontends.step_summary import append_step_summary
 
-        append_step_summary(reports)
+        append_step_summary(reports, interrupted=interrupted)
     return data

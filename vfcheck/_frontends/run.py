@@ -33,6 +33,7 @@ from vfcheck._shared.exits import (
     ignore_interrupts,
     interrupt_code,
     raise_interrupt,
+    signal_name,
 )
 
 if TYPE_CHECKING:
@@ -186,6 +187,8 @@ class CheckRun:
             for check in self.checks.values():
                 if not check.log.final:
                     check.stop()
+            if arrived and self.interrupt is None:
+                self.interrupt = arrived[0]
             reports = self.reports()
             self._write(reports, final=True)
             self.finished = True
@@ -199,7 +202,7 @@ class CheckRun:
         from vfcheck._frontends.report_files import write_reports
 
         write_reports(reports, self.run, verifiers=verifiers_version(),
-                      seed=self.options.played_seed,
+                      seed=self.options.played_seed, interrupted=signal_name(self.interrupt),
                       final=final, junit=self.front == "cli")  # pytest writes its own
         self._written = (time.monotonic(), sum(len(report.findings) for report in reports))
 

@@ -29,8 +29,13 @@ def _text(value: str, limit: int = 300) -> str:
     return html.escape(value).replace("|", "\\|")
 
 
-def summary_markdown(reports: Sequence[EnvReport]) -> str:
-    lines = ["## vfcheck", "",
+def summary_markdown(reports: Sequence[EnvReport], interrupted: str | None = None) -> str:
+    lines = ["## vfcheck", ""]
+    if interrupted is not None:
+        not_run = sum(len(env.not_run) for env in reports)
+        lines += [f"> **Interrupted ({interrupted}): this summary is partial**; "
+                  f"{not_run} check(s) not run.", ""]
+    lines += [
              "| env | " + " | ".join(COUNT_ORDER) + " |",
              "|---|" + "---:|" * len(COUNT_ORDER)]
     for env in reports:
@@ -71,7 +76,8 @@ def check_step_summary(environ: Mapping[str, str] | None = None) -> None:
 
 
 def append_step_summary(reports: Sequence[EnvReport],
-                        environ: Mapping[str, str] | None = None) -> Path | None:
+                        environ: Mapping[str, str] | None = None, *,
+                        interrupted: str | None = None) -> Path | None:
     """Append the summary to `$GITHUB_STEP_SUMMARY` when it is set; the file, or None.
     A summary that cannot be written is a warning on stderr, never a failed run."""
     import sys
@@ -82,7 +88,7 @@ def append_step_summary(reports: Sequence[EnvReport],
     path = Path(target)
     try:
         with path.open("a", encoding="utf-8") as out:
-            out.write(summary_markdown(reports) + "\n")
+            out.write(summary_markdown(reports, interrupted) + "\n")
     except OSError as e:
         print(f"vfcheck: cannot append the step summary to {path}: {e}", file=sys.stderr)
         return None

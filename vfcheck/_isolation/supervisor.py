@@ -336,7 +336,22 @@ class EnvCheck:
             starts=dict(self.log.starts),
             timeline={"events": dict(self.log.timeline["events"]),
                       "units": list(self.log.timeline["units"])},
+            not_run=[] if self.log.done or self.plan_only else self.not_run(),
         )
+
+    def not_run(self) -> list[str]:
+        """The units of the plan without a finding (`gold[2]`); before the plan came (the env
+        had not loaded), every selected check (`gold[*]` for a task's), unless the gate's
+        own finding ended the env's checks."""
+        if self.log.plan is not None:
+            units = expected_units(self.log.plan, self.options.families)
+        elif (REGISTRY.gate, None) in self.log.findings:
+            return []
+        else:
+            units = [(spec.id, None if spec.scope == "env" else -1)
+                     for spec in REGISTRY.select(self.options.families)]
+        return [check if index is None else f"{check}[{'*' if index < 0 else index}]"
+                for check, index in units if (check, index) not in self.log.findings]
 
 
 def _has_fileno(stream: Any) -> bool:

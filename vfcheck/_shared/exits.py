@@ -37,6 +37,11 @@ def interrupt_code(interrupt: BaseException) -> int:
     return EXIT_SIGTERM if isinstance(interrupt, Terminated) else EXIT_SIGINT
 
 
+def signal_name(code: int | None) -> str | None:
+    """`SIGTERM` for 143, `SIGINT` for 130 (what interrupted a run, as its reports say it)."""
+    return {EXIT_SIGTERM: "SIGTERM", EXIT_SIGINT: "SIGINT"}.get(code) if code else None
+
+
 def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 

@@ -96,6 +96,9 @@ class EnvReport:
     timeline: dict[str, Any] = field(default_factory=dict)
     """When the worker said hello, was ready, planned and was done, and each check unit's
     start and end (epoch seconds; `vfcheck._isolation.events.EventLog.timeline`)."""
+    not_run: list[str] = field(default_factory=list)
+    """The units its worker never came to (`gold[2]`; `gold[*]` before the env's tasks were
+    known): the run was interrupted or stopped early. Empty once every unit has a finding."""
 
     def seconds(self, finding: Finding) -> float | None:
         """How long the unit that made `finding` ran, if the timeline holds it."""
@@ -127,6 +130,7 @@ class EnvReport:
             "host": self.host,
             "starts": dict(self.starts),
             "timeline": dict(self.timeline),
+            "not_run": list(self.not_run),
             "findings": [f.as_dict() for f in self.findings],
         }
 
@@ -146,4 +150,5 @@ class EnvReport:
             host=str(data.get("host") or ""),
             starts=dict(data.get("starts") or {}),
             timeline=dict(data.get("timeline") or {}),
+            not_run=[str(unit) for unit in data.get("not_run") or []],
         )
