@@ -135,9 +135,42 @@ def test_a_reward_that_reads_the_runtime_is_not_called_dead(tmp_path: Path) -> N
     assert units_with(env, {"failed", "error"}) == set()
     reach = [f for f in env["findings"] if f["check"] == "reward.reachable"]
     assert reach and all(f["outcome"] == "skipped" for f in reach)
-    assert all("its rewards wrote_phrase never read the trace" in f["message"] for f in reach)
+    assert all("its rewards wrote_phrase read the runtime, never the trace" in f["message"]
+               for f in reach)
+    assert not any("`oracle`" in f["message"] for f in env["findings"])
     assert units_with(run.envs["vfc-reward-zero"], {"failed"}) == {
         (c, i) for c in ("reward.reachable", "reward.sensitive") for i in range(2)}
+
+
+HINTED_ORACLE = "give the task an `oracle`"
+"""The hint a reward or exploit finding prints when a script `oracle` may help."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", ["vfc-code-fix", "vfc-file-answer"])
+def test_following_the_printed_hints_leads_to_no_false_failure(tmp_path: Path,
+                                                               env_id: str) -> None:
+    """Rewards that read only the runtime (vfc-code-fix: hidden tests, pyfix's shape;
+    vfc-file-answer: a file the work wrote), where gold passes. vfcheck names gold as the
+    evidence the work reaches the reward and never hints at a script `oracle` there; and a
+    user who gives every task an `oracle` reply anyway (the hint vfcheck used to print:
+    pyfix got 6 false failures from it) still gets no failure."""
+    checks = "--vf-checks=gold,reward,exploit"
+    run = run_plugin(tmp_path, FIXTURES, [env_id], checks)
+    env = run.envs[env_id]
+    assert units_with(env, {"failed", "error"}) == set(), run.stdout[-3000:]
+    assert not any(HINTED_ORACLE in f["message"] for f in env["findings"])
+    reach = [f for f in env["findings"] if f["check"] == "reward.reachable"]
+    assert reach and all(f["outcome"] == "skipped" for f in reach)
+    if env_id == "vfc-code-fix":  # its Task.validate applies the fix: gold passes
+        assert all("gold passed on this task" in f["message"] for f in reach)
+    script = tmp_path / "oracle.toml"
+    script.write_text("".join(f'[[task]]\nindex = {t["index"]}\noracle = "the fix"\n\n'
+                              for t in env["tasks"]))
+    followed = tmp_path / "followed"
+    followed.mkdir()
+    again = run_plugin(followed, FIXTURES, [env_id], checks, f"--vf-script={script}")
+    assert units_with(again.envs[env_id], {"failed", "error"}) == set(), again.stdout[-3000:]
 
 
 @pytest.mark.slow

@@ -58,6 +58,10 @@ __all__ = [
 ]
 
 
+GOLD_OUTCOMES = "gold_outcomes"
+"""`CheckContext.memo` key: the `gold` check's outcome per task index, for the probes."""
+
+
 class ProbeLab:
     """Memoised probe episodes of one env run, played through the episode lab."""
 
@@ -135,32 +139,52 @@ class ProbeLab:
     def oracle_counts(self, task: Any, result: ProbeResult | None) -> bool:
         """Whether the oracle's episode is a fair reference: a scripted oracle always; a
         field's one fixed reply for one chat turn with no env tools, or, on a multi-turn or
-        tool task, where it earned something as the final reply."""
+        tool task, where it earned something as the final reply. Never a reply that earned
+        nothing on a reward no reply can move (its rewards read only the runtime): a script's
+        `oracle` there is text the reward never reads."""
         reference = self.reference(task)
         if reference is None or result is None:
             return False
-        one_turn = result.turns <= 1 and not result.env_tools and not reply_blind(task)
-        return reference.scripted or one_turn or bool(result.reward and result.reward > 0)
+        earned = bool(result.reward and result.reward > 0)
+        if reply_blind(task) and not earned:
+            return False
+        one_turn = result.turns <= 1 and not result.env_tools
+        return reference.scripted or one_turn or earned
+
+    def gold_passed(self, task: Any) -> bool:
+        """Whether this run's `gold` check passed on `task` (`Task.validate` accepted the
+        reference solution, applied in the runtime): evidence the work reaches the reward."""
+        outcomes: dict[int, str] = self.ctx.memo(GOLD_OUTCOMES, dict)
+        return outcomes.get(task.data.idx) == "passed"
 
     def oracle_gap(self, task: Any, result: ProbeResult | None) -> str:
-        """Why the task has no usable oracle, for skip reasons and messages."""
+        """Why the task has no usable oracle, for skip reasons and messages. Where no reply can
+        move the reward, no script `oracle` is suggested (one could only earn nothing), and
+        a passing gold check is named as the evidence that the work reaches it."""
         reference = self.reference(task)
+        blind = reply_blind(task)
+        env_tools = result.env_tools if result is not None else []
+        if blind:
+            work = ("only the work reaches it (a script that does it through the tools, on "
+                    "the env's own harness: --harness env)")
+            gold = ("; gold passed on this task: Task.validate accepts the reference solution "
+                    "applied in the runtime, so the work can reach the reward"
+                    if self.gold_passed(task) else "")
+            played = ("" if reference is None or result is None else
+                      f"; its reference answer ({reference.source}) as the reply earned "
+                      f"{num(result.reward)}")
+            return (f"no reply can earn this reward: its rewards {', '.join(blind)} read the "
+                    f"runtime, never the trace{played}, so {work}{gold}")
         if reference is None:
             return ("the task has no data field "
                     f"{'/'.join(ORACLE_FIELDS)}, no plugged reference judge, and the script "
                     "gives no `oracle` for it")
         assert result is not None
-        blind = reply_blind(task)
-        shape = (f"offers env tools ({', '.join(result.env_tools)})" if result.env_tools
-                 else f"scores what the work left in its runtime, not the reply (its rewards "
-                      f"{', '.join(blind)} never read the trace)" if blind
+        shape = (f"offers env tools ({', '.join(env_tools)})" if env_tools
                  else f"plays {result.turns} model turns")
-        advice = ("only the work can reach it (a script that does it, on the env's own "
-                  "harness: --harness env)" if blind and not result.env_tools else
-                  "give the task an `oracle` in the script (--script)")
         return (f"the task {shape}, and its reference answer ({reference.source}) as the "
                 f"reply earned {num(result.reward)}, so it is no reference answer: the task "
-                f"may need the work itself; {advice}")
+                f"may need the work itself; give the task an `oracle` in the script (--script)")
 
     def ceiling(self, results: list[ProbeResult]) -> tuple[float, str]:
         """The reward's maximum and where it comes from: `--reward-max`; else the sum of the

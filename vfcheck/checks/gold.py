@@ -21,5 +21,9 @@ family("gold", order=40, summary="`Task.validate` accepts the task's own referen
     why="a task its own reference cannot solve trains on noise",
 )
 async def gold(ctx: CheckContext, task: Any) -> Finding:
-    return await check_task(ctx.env_id, task, "gold", run_config(ctx),
-                            ctx.failed("episode_lab"))
+    from vfcheck.checks._probes import GOLD_OUTCOMES
+
+    finding = await check_task(ctx.env_id, task, "gold", run_config(ctx),
+                               ctx.failed("episode_lab"))
+    ctx.memo(GOLD_OUTCOMES, dict)[task.data.idx] = finding.outcome  # the reward probes' evidence
+    return finding
