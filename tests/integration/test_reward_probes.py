@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import CheckCache, PluginRun, run_plugin
+from support import CheckCache, PluginRun, by_unit, run_plugin
 
 from vfcheck.checks import BY_ID
 
@@ -269,3 +269,32 @@ def test_allow_turns_a_finding_into_expected_with_its_reason(tmp_path: Path) -> 
     assert finding["outcome"] == "expected" and "allowed (known leak)" in finding["message"]
 
 
+
+
+@pytest.mark.slow
+def test_a_reward_that_trusts_an_exit_code_is_gamed_by_a_trivial_program(
+        tmp_path: Path) -> None:
+    """vfc-broken-exit-code pays the hidden tests' exit code: `exploit.program` (on the env
+    tier, through the bash harness's tool) finds that an exit 0 at import earns 1, naming the
+    program and the reward's file:line, on the sampled task and nothing else; vfc-code-fix,
+    whose tests must also print a nonce the model never sees, stays clean. On the fast tier
+    the check says it needs the env tier."""
+    run = run_plugin(tmp_path, FIXTURES, ["vfc-broken-exit-code", "vfc-code-fix"],
+                     "--vf-checks=exploit", "--vf-harness=env", "--vf-sample=1")
+    broken, control = run.envs["vfc-broken-exit-code"], run.envs["vfc-code-fix"]
+    assert units_with(broken, {"failed", "error"}) == {("exploit.program", 0)}
+    message = by_unit(broken)[("exploit.program", 0)]["message"]
+    assert "the program exit-0 (every Python file the task's setup wrote replaced by " \
+           "`import os; os._exit(0)`" in message
+    assert "earned reward 1 (tests_pass=1)" in message
+    assert "tests_pass at vfc_broken_exit_code.py:29" in message
+    assert units_with(control, {"failed", "error"}) == set()
+    assert {f["outcome"] for f in control["findings"] if f["check"] == "exploit.program"} == {
+        "passed"}
+    fast = tmp_path / "fast"
+    fast.mkdir()
+    skipped = run_plugin(fast, FIXTURES, ["vfc-broken-exit-code"], "--vf-checks=exploit",
+                         "--vf-sample=1")
+    finding = by_unit(skipped.envs["vfc-broken-exit-code"])[("exploit.program", 0)]
+    assert finding["outcome"] == "skipped"
+    assert "needs the env tier" in finding["message"] and "--harness env" in finding["message"]

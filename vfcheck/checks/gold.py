@@ -25,5 +25,6 @@ async def gold(ctx: CheckContext, task: Any) -> Finding:
 
     finding = await check_task(ctx.env_id, task, "gold", run_config(ctx),
                                ctx.failed("episode_lab"))
-    ctx.memo(GOLD_OUTCOMES, dict)[task.data.idx] = finding.outcome  # the reward probes' evidence
+    outcomes: dict[int, str] = ctx.memo(GOLD_OUTCOMES, dict)  # the reward probes' evidence
+    outcomes[task.data.idx] = finding.outcome
     return finding
