@@ -5,6 +5,7 @@ into `expected`. Driven through the pytest plugin, as an env author runs it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -298,3 +299,37 @@ def test_a_reward_that_trusts_an_exit_code_is_gamed_by_a_trivial_program(
     finding = by_unit(skipped.envs["vfc-broken-exit-code"])[("exploit.program", 0)]
     assert finding["outcome"] == "skipped"
     assert "needs the env tier" in finding["message"] and "--harness env" in finding["message"]
+
+
+@pytest.mark.slow
+def test_probe_skips_point_to_what_explains_them_and_their_hint_holds(tmp_path: Path) -> None:
+    """vfc-json-contract (proposer-solver's shape) raises on any reply off its JSON contract,
+    so no probe is scored while `episode` (the default reply ends with the contract's
+    object) passes. The skips do not send the reader to that passing episode: they say the
+    env rejects these replies. Following their hint (a script `oracle` in the contract's
+    shape) scores the oracle alone, which is no constant reward: `reward.sensitive` skips
+    (it used to fail "all 1 probes earned the same reward")."""
+    checks = ("--vf-checks=episode,reward,exploit", "--vf-sample=1")
+    run = run_plugin(tmp_path, FIXTURES, ["vfc-json-contract"], *checks)
+    env = run.envs["vfc-json-contract"]
+    assert ("episode", 0) in units_with(env, {"passed"})
+    reach = by_unit(env)[("reward.reachable", 0)]
+    assert reach["outcome"] == "skipped"
+    assert "see episode[0]" not in reach["message"]
+    assert "episode[0] passed with vfcheck's default reply, so the env rejects these " \
+           "replies" in reach["message"]
+    assert "a script `oracle` in that shape (--script)" in reach["message"]
+    script = tmp_path / "oracle.toml"
+    oracle = json.dumps('{"word": "cat", "count": 3}')
+    script.write_text("".join(f'[[task]]\nindex = {t["index"]}\noracle = {oracle}\n\n'
+                              for t in env["tasks"]))
+    followed = tmp_path / "followed"
+    followed.mkdir()
+    again = run_plugin(followed, FIXTURES, ["vfc-json-contract"], *checks,
+                       f"--vf-script={script}")
+    env = again.envs["vfc-json-contract"]
+    assert units_with(env, {"failed", "error"}) == set(), again.stdout[-3000:]
+    assert by_unit(env)[("reward.reachable", 0)]["outcome"] == "passed"
+    sensitive = by_unit(env)[("reward.sensitive", 0)]
+    assert sensitive["outcome"] == "skipped"
+    assert sensitive["message"].split(": ", 1)[1].startswith("only one probe was scored (oracle")

@@ -97,7 +97,9 @@ class Worker:
 
     def emit_finding(self, finding: Finding) -> None:
         """Emit `finding`, as `expected` when the user allowed it (`vfcheck._options.allow`)."""
-        self.emitted[(finding.check, finding.task.index if finding.task else None)] = finding
+        unit = (finding.check, finding.task.index if finding.task else None)
+        self.emitted[unit] = finding
+        self.ctx.outcomes[unit] = finding.outcome
         finding = apply_allow(self.env_id, finding, self.ctx.options.allow)
         self.emit("finding", finding=finding.as_dict())
 

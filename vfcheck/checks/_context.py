@@ -50,6 +50,10 @@ class CheckContext:
         self.tiers: list[Any] = []
         self.verifiers_version = ""
         self.extras: dict[str, Any] = {}
+        self.outcomes: dict[tuple[str, int | None], str] = {}
+        """Each unit's outcome as this worker emitted it (`("gold", 1)` -> `passed`): the
+        evidence a later check may cite (gold for the reward probes, episode for their skips).
+        Units another worker ran are absent: a check reads it as "not known"."""
         """Per-family state started early (e.g. `determinism.load`'s other interpreter)."""
         self._stack = contextlib.AsyncExitStack()
         self._shared: dict[str, Any] = {}

@@ -58,10 +58,6 @@ __all__ = [
 ]
 
 
-GOLD_OUTCOMES = "gold_outcomes"
-"""`CheckContext.memo` key: the `gold` check's outcome per task index, for the probes."""
-
-
 class ProbeLab:
     """Memoised probe episodes of one env run, played through the episode lab."""
 
@@ -154,8 +150,21 @@ class ProbeLab:
     def gold_passed(self, task: Any) -> bool:
         """Whether this run's `gold` check passed on `task` (`Task.validate` accepted the
         reference solution, applied in the runtime): evidence the work reaches the reward."""
-        outcomes: dict[int, str] = self.ctx.memo(GOLD_OUTCOMES, dict)
-        return outcomes.get(task.data.idx) == "passed"
+        return self.ctx.outcomes.get(("gold", task.data.idx)) == "passed"
+
+    def see_episode(self, task: Any) -> str:
+        """Where an unscored probe's reader should look: `see episode[N]`, unless episode[N]
+        passed (played with vfcheck's default reply), which would explain nothing: then
+        that the env rejects these replies, not every reply."""
+        index = task.data.idx
+        if self.ctx.outcomes.get(("episode", index)) != "passed":
+            return f"see episode[{index}]"
+        reference = self.reference(task)
+        hint = ("" if reference is not None and reference.scripted else
+                ", and a script `oracle` in that shape (--script) gives the probes a reference")
+        return (f"episode[{index}] passed with vfcheck's default reply, so the env rejects "
+                f"these replies, not every reply: its error above says what shape it asks "
+                f"for{hint}")
 
     def oracle_gap(self, task: Any, result: ProbeResult | None) -> str:
         """Why the task has no usable oracle, for skip reasons and messages. Where no reply can

@@ -21,10 +21,5 @@ family("gold", order=40, summary="`Task.validate` accepts the task's own referen
     why="a task its own reference cannot solve trains on noise",
 )
 async def gold(ctx: CheckContext, task: Any) -> Finding:
-    from vfcheck.checks._probes import GOLD_OUTCOMES
-
-    finding = await check_task(ctx.env_id, task, "gold", run_config(ctx),
-                               ctx.failed("episode_lab"))
-    outcomes: dict[int, str] = ctx.memo(GOLD_OUTCOMES, dict)  # the reward probes' evidence
-    outcomes[task.data.idx] = finding.outcome
-    return finding
+    return await check_task(ctx.env_id, task, "gold", run_config(ctx),
+                            ctx.failed("episode_lab"))

@@ -91,7 +91,7 @@ async def reachable(ctx: CheckContext, task: Any) -> Finding:
     scored = [r for r in results.values() if r.seats]
     if not scored:
         return ctx.finding("reward.reachable", task, "skipped",
-                           f"{not_scored(results)}; see episode[{task.data.idx}]", **details)
+                           f"{not_scored(results)}; {lab.see_episode(task)}", **details)
     best = max(scored, key=lambda r: max(r.seats))
     if max(best.seats) > 0:
         return ctx.finding("reward.reachable", task, "passed",
@@ -105,7 +105,7 @@ async def reachable(ctx: CheckContext, task: Any) -> Finding:
     if oracle.reward is None:  # a harness or env failure: `episode` reports it
         return ctx.finding("reward.reachable", task, "skipped",
                            f"the reference answer's episode was not scored "
-                           f"({oracle.describe()}; see episode[{task.data.idx}])", **details)
+                           f"({oracle.describe()}; {lab.see_episode(task)})", **details)
     others = sorted({num(r.reward) for r in results.values()
                      if r.reward is not None and not r.probe.startswith("oracle")})
     return ctx.finding(
@@ -135,7 +135,15 @@ async def sensitive(ctx: CheckContext, task: Any) -> Finding:
     scored = {name: r.seats for name, r in results.items() if r.seats}
     if not scored:
         return ctx.finding("reward.sensitive", task, "skipped",
-                           f"{not_scored(results)}; see episode[{task.data.idx}]", **details)
+                           f"{not_scored(results)}; {lab.see_episode(task)}", **details)
+    if len(scored) < 2:  # one play earns what it earns: that is no constant
+        (only,) = scored
+        unscored = [r for name, r in results.items() if name not in scored]
+        return ctx.finding(
+            "reward.sensitive", task, "skipped",
+            f"only one probe was scored ({only}, {results[only].describe()}): nothing to "
+            f"compare it with" + (f"; the other probes were not scored ({unscored[0].describe()}"
+                                  f"; {lab.see_episode(task)})" if unscored else ""), **details)
     if len(set(scored.values())) > 1:
         values = [v for seats in scored.values() for v in seats]
         return ctx.finding("reward.sensitive", task, "passed",
@@ -148,7 +156,7 @@ async def sensitive(ctx: CheckContext, task: Any) -> Finding:
         if not oracle.seats:
             return ctx.finding("reward.sensitive", task, "skipped",
                                f"the reference answer's episode was not scored "
-                               f"({oracle.describe()}; see episode[{task.data.idx}])", **details)
+                               f"({oracle.describe()}; {lab.see_episode(task)})", **details)
         return ctx.finding(
             "reward.sensitive", task, "failed",
             f"all {len(scored)} probes earned the same reward, {value} "
