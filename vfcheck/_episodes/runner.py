@@ -38,6 +38,7 @@ from vfcheck._episodes.offline import (
     prepare_process_env,
 )
 from vfcheck._episodes.recorder import STAGES, TraceLog, TraceRecorder, stage_times
+from vfcheck._episodes.runtime_fit import stand_in
 from vfcheck._episodes.tiers import HarnessTier, RoleTier, role_tiers
 from vfcheck._model import (
     DEFAULT_BASE_URL,
@@ -294,7 +295,7 @@ class EnvRunner:
         recorder = TraceRecorder(on_mint=minted)
         result = EpisodeResult(task=info, rollout=rollout, episode=None, scope=scope)
         start = time.perf_counter()
-        slot = self.env.slots(task, 1)[0]
+        slot = self.env.slots(stand_in(task), 1)[0]  # vfcheck._episodes.runtime_fit
         from vfcheck._shared.compat import episode_hooks_missing
 
         # verifiers without the lifecycle hooks: play blind (no notify log, no task binding)

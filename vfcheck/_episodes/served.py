@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vfcheck._episodes.recorder import STAGES
+from vfcheck._episodes.runtime_fit import stand_in
 
 ADDRESS = "tcp://127.0.0.1:0"
 """Loopback, on a port the OS picks (the server reads back the one it bound)."""
@@ -380,9 +381,10 @@ class ServedEnv:
 
 def request_args(runner: Any, task: Any) -> tuple[Any, str, Any, dict[str, Any]]:
     """`EnvClient.run`'s arguments for `task`: the in-process runner's model context (same
-    endpoint, model name and sampling) and the task's data as trainers send it."""
+    endpoint, model name and sampling) and the task's data as trainers send it (with the
+    offline stand-in for a network policy: `vfcheck._episodes.runtime_fit`)."""
     ctx = runner.ctx
-    return ctx.client, ctx.model, ctx.sampling, task.data.model_dump(mode="json")
+    return ctx.client, ctx.model, ctx.sampling, stand_in(task).data.model_dump(mode="json")
 
 
 def binder(bind: Bind, task: Any, policy: Any, opened: list[str]

@@ -20,6 +20,7 @@ import contextlib
 from typing import Any
 
 from vfcheck._episodes.error_text import one_line
+from vfcheck._episodes.runtime_fit import stand_in
 from vfcheck._host.attempts import CURRENT_ATTEMPT, deadline_hit
 from vfcheck._host.crash_site import (
     Raised,
@@ -144,7 +145,7 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any,
     with episode_scope(EpisodeRef(TaskRef(tid.index, tid.key), judge=verdict,
                                   stage=lambda: where)):
         with watching() if alone else contextlib.nullcontext() as seen:
-            row = await run_check(task, config, mode)
+            row = await run_check(stand_in(task), config, mode)
         site = await where_it_raised(task, config, mode, row, run_check, seen)
     if row.get("reason") == "timeout":
         deadline_hit(f"{mode} timed out ({row.get('error_type') or 'TimeoutError'})")
@@ -172,7 +173,7 @@ async def where_it_raised(task: Any, config: Any, mode: str, row: dict[str, Any]
     if seen is not None:
         site = site_of_error(seen, error)
     else:
-        site = await raise_site(lambda: run_check(task, config, mode), error,
+        site = await raise_site(lambda: run_check(stand_in(task), config, mode), error,
                                 float(config.timeout.total or 60))
     return site.describe() if site is not None else None
 

@@ -22,5 +22,15 @@ family("setup", order=30, summary="`Task.setup` succeeds within the timeout, wit
     why="a task whose setup fails can never be rolled out",
 )
 async def setup(ctx: CheckContext, task: Any) -> Finding:
-    return await check_task(ctx.env_id, task, "setup", run_config(ctx),
-                            ctx.failed("episode_lab"))
+    """verifiers' setup check; a task whose network policy the subprocess runtime refuses
+    is played under vfcheck's offline policy (`vfcheck._episodes.runtime_fit`), and its
+    finding says so, naming the env's setting and verifiers' refusal."""
+    from vfcheck._episodes.runtime_fit import refusal
+
+    finding = await check_task(ctx.env_id, task, "setup", run_config(ctx),
+                               ctx.failed("episode_lab"))
+    if (refused := refusal(task, (getattr(ctx.env, "taskset", None),))) is not None:
+        finding.message += f"; {refused.describe()}"
+        finding.details["runtime_refusal"] = {
+            "setting": refused.setting, "site": refused.site, "refusal": refused.refusal}
+    return finding
