@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from vfcheck.checks.served import (
     ABSENT,
+    JSON_EQUIVALENT,
     SHOWN_CHANGES,
     Change,
     config_changes,
@@ -72,9 +73,39 @@ def test_a_long_prompt_shows_a_window_around_the_first_difference() -> None:
     assert change.after == '…"ain: ping Lowercase. Lowercase."'
 
 
-def test_a_value_of_another_type_is_a_change_that_names_both_types() -> None:
+def test_a_tuple_served_as_a_list_where_the_declared_type_is_any_is_json_equivalent() -> None:
     (change,) = data_changes(Anything(value=(1, 2)), Anything(value=[1, 2]))
-    assert change == Change("data.value", "(1, 2) (tuple)", "[1, 2] (list)", "")
+    assert change == Change("data.value", "(1, 2) (tuple)", "[1, 2] (list)", JSON_EQUIVALENT,
+                            equivalent=True)
+
+
+class Entry(BaseModel):
+    entry: dict[str, Any] = {}
+    pair: tuple[int, int] | list[int] = (0, 0)
+
+
+def test_a_nested_difference_is_named_by_its_path_with_both_values_and_their_types() -> None:
+    before = Entry(entry={"metadata": {"size": (10, 30), "tag": "a"}, "n": 1, "gone": 2})
+    after = Entry(entry={"metadata": {"size": [10, 30], "tag": "b"}, "n": 1.0, "new": 3})
+    changes = data_changes(before, after)
+    assert changes == [
+        Change("data.entry.metadata.size", "(10, 30) (tuple)", "[10, 30] (list)",
+               JSON_EQUIVALENT, equivalent=True),
+        Change("data.entry.metadata.tag", "'a'", "'b'"),
+        Change("data.entry.n", "1 (int)", "1.0 (float)"),
+        Change("data.entry.gone", "2 (int)", ABSENT),
+        Change("data.entry.new", ABSENT, "3 (int)"),
+    ]
+
+
+def test_a_tuple_served_as_a_list_is_a_difference_where_the_declared_type_names_a_tuple(
+) -> None:
+    (change,) = data_changes(Entry(pair=(1, 2)), Entry(pair=[1, 2]))
+    assert change == Change("data.pair", "(1, 2) (tuple)", "[1, 2] (list)")
+    assert not change.equivalent
+    (inner, outer) = data_changes(Entry(entry={"k": (1, 2)}), Entry(entry={"k": [1, 3]}))
+    assert inner == Change("data.entry.k[1]", "2 (int)", "3 (int)")
+    assert outer.path == "data.entry.k" and not outer.equivalent
 
 
 def test_extras_appear_and_vanish() -> None:

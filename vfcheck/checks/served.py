@@ -40,10 +40,14 @@ class Change(NamedTuple):
     """One difference between the in-process task and the served one."""
 
     path: str
-    """`data.prompt`, `data type`, `Task class`, `config.max_turns`, `key`."""
+    """`data.prompt`, `data.entry.metadata.size`, `data type`, `Task class`,
+    `config.max_turns`, `key`."""
     before: str
     after: str
     why: str = ""
+    equivalent: bool = False
+    """JSON-equivalent (a tuple served as a list) where the declared type does not tell
+    them apart: no env code can rely on the difference, so it is no failure."""
 
 
 # -- pure: what differs, and how a message says it
@@ -68,16 +72,21 @@ def same(before: Any, after: Any) -> bool:
 
 
 def pair(before: Any, after: Any) -> tuple[str, str]:
-    """Both values shown; two long strings as a window around their first difference."""
+    """Both values shown with their types (two strings: quoted, and when long as a window
+    around their first difference)."""
     if isinstance(before, str) and isinstance(after, str) and max(len(before), len(after)) > 60:
         from vfcheck._traces.normalize import trace_changes
 
         (_, was, now), *_ = trace_changes(before, after) or [("", shown(before), shown(after))]
         return was, now
-    was, now = shown(before), shown(after)
-    if was == now or type(before) is not type(after):
-        was, now = f"{was} ({type(before).__name__})", f"{now} ({type(after).__name__})"
-    return was, now
+    if isinstance(before, str) and isinstance(after, str):  # quoted: plainly two strings
+        return shown(before), shown(after)
+    return typed(before), typed(after)
+
+
+def typed(value: Any) -> str:
+    """`(10, 30) (tuple)`: a value shown with its type."""
+    return f"{shown(value)} ({type(value).__name__})"
 
 
 def fields_of(data: Any) -> dict[str, Any]:
@@ -93,13 +102,14 @@ def excluded_fields(data_type: type) -> set[str]:
 
 def data_changes(before: Any, after: Any) -> list[Change]:
     """How the served task's data (`after`) differs from the in-process one (`before`):
-    each field that changed, vanished or appeared, and the data type."""
+    each value that changed, vanished or appeared, by its path down nested dicts, lists
+    and models (`data.entry.metadata.size`), and the data type."""
     changes = []
     if type(before) is not type(after):
         changes.append(Change("data type", type(before).__name__, type(after).__name__,
                               "the server builds the taskset's declared data type"))
     was, now = fields_of(before), fields_of(after)
-    declared = set(type(after).model_fields)
+    declared = getattr(type(after), "model_fields", {})
     excluded = excluded_fields(type(before))
     for name in [*was, *(n for n in now if n not in was)]:
         path = f"data.{name}"
@@ -111,8 +121,63 @@ def data_changes(before: Any, after: Any) -> list[Change]:
         elif not same(was[name], now[name]):
             why = "excluded from the dump: exclude=True" if name in excluded else (
                 "" if name in declared else "an extra field")
-            changes.append(Change(path, *pair(was[name], now[name]), why))
+            if why:
+                changes.append(Change(path, *pair(was[name], now[name]), why))
+                continue
+            loose = name not in declared or not tells_tuple_apart(declared[name].annotation)
+            changes += value_changes(path, was[name], now[name], loose)
     return changes
+
+
+def value_changes(path: str, before: Any, after: Any, loose: bool) -> list[Change]:
+    """Where two values differ, down their dicts, equal-length lists and tuples, and
+    models of one type. A tuple that comes back a list with equal items is `equivalent`
+    when the declared type is `loose` (names no tuple: `dict[str, Any]`, `Any`)."""
+    if same(before, after):
+        return []
+    if isinstance(before, dict) and isinstance(after, dict) and type(before) is type(after):
+        changes = []
+        for key in [*before, *(k for k in after if k not in before)]:
+            where = f"{path}.{key}" if isinstance(key, str) and key.isidentifier() \
+                else f"{path}[{key!r}]"
+            if key not in after:
+                changes.append(Change(where, typed(before[key]), ABSENT))
+            elif key not in before:
+                changes.append(Change(where, ABSENT, typed(after[key])))
+            else:
+                changes += value_changes(where, before[key], after[key], loose)
+        return changes
+    if isinstance(before, list | tuple) and isinstance(after, list | tuple) \
+            and len(before) == len(after):
+        inner = [c for i, (x, y) in enumerate(zip(before, after, strict=True))
+                 for c in value_changes(f"{path}[{i}]", x, y, loose)]
+        if type(before) is type(after):
+            return inner
+        if loose and all(c.equivalent for c in inner):
+            return [*inner, Change(path, *pair(before, after), JSON_EQUIVALENT, True)]
+        return [*inner, Change(path, *pair(before, after))]
+    if type(before) is type(after) and hasattr(type(before), "model_fields"):
+        fields = fields_of(before), fields_of(after)
+        if set(fields[0]) == set(fields[1]):
+            return [c for name in fields[0]
+                    for c in value_changes(f"{path}.{name}", fields[0][name], fields[1][name],
+                                           loose)]
+    return [Change(path, *pair(before, after))]
+
+
+JSON_EQUIVALENT = ("JSON-equivalent: the declared type does not tell a tuple from a list, so "
+                   "the served value is what JSON carries")
+
+
+def tells_tuple_apart(annotation: Any) -> bool:
+    """Whether a declared field type names a tuple anywhere (`tuple[int, int]`,
+    `dict[str, tuple[int, ...]]`): then pydantic rebuilds one, and a list it let through
+    is a difference env code may see."""
+    import typing
+
+    if annotation is tuple or typing.get_origin(annotation) is tuple:
+        return True
+    return any(tells_tuple_apart(arg) for arg in typing.get_args(annotation))
 
 
 def config_changes(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
@@ -238,9 +303,9 @@ def judge_wire(ctx: CheckContext, task: Any, served: Any) -> WireVerdict:
         keys = str(task.key), f"raises {one_line(e)}"
     if keys[0] != keys[1]:
         changes.append(Change("key", shown(keys[0]), shown(keys[1])))
-    if changes:
+    if different := [c for c in changes if not c.equivalent]:
         problems.append(f"through the wire ({route}) the task comes out different: "
-                        f"{describe(changes)}")
+                        f"{describe(different)}")
     return WireVerdict(problems, changes, trip.sent)
 
 
@@ -298,9 +363,10 @@ async def served_data(ctx: CheckContext, task: Any) -> Finding:
     if verdict.problems:
         return ctx.finding("served.data", task, "failed", "; ".join(verdict.problems),
                            **details)
-    return ctx.finding("served.data", task, "passed",
-                       "the task survives the wire: data, types, config and key unchanged",
-                       **details)
+    said = "the task survives the wire: data, types, config and key unchanged"
+    if equivalent := [c for c in verdict.changes if c.equivalent]:
+        said += f" but for {describe(equivalent)}; served.episode compares the scores"
+    return ctx.finding("served.data", task, "passed", said, **details)
 
 
 @check(
