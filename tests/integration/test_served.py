@@ -23,6 +23,7 @@ BREAKS: dict[str, set[Unit]] = {
     "vfc-broken-served-validator": {("served.data", 1)},
     "vfc-broken-served-state": {("served.episode", 1)},
     "vfc-broken-served-cancel": {("served.cancel", 1)},
+    "vfc-broken-served-json": {("served.episode", 1)},
 }
 """Each served fixture and the findings that must fail on it (with the conformance
 families and `served`): nothing else may."""
@@ -41,12 +42,16 @@ NAMED = {
         "the served rollout recorded TaskError: task VfcServedStateTask scoring: AttributeError: "
         "'VfcServedStateTask' object has no attribute 'spellings', which the in-process play "
         "did not", "traces[0].rewards.echoed"],
+    ("vfc-broken-served-json", 1): [
+        "traces[0].rewards.echoed.score: 1.0 -> 0.0", "the served task differs only in values "
+        "JSON carries as it must, which the env's code may tell apart: data.entry.metadata.size "
+        "(10, 30) (tuple) in-process, [10, 30] (list) served"],
     ("vfc-broken-served-cancel", 1): [
         "the rollout did not end on the cancel: the server went on and answered the run with a "
         "finished episode instead of the cancellation"],
 }
 """What the message of each broken unit must say (the field, the prompt, the error)."""
-CLEAN = ["vfc-echo", "vfc-served-wire", "vfc-multiturn", "vfc-duet", "vfc-judge", "vfc-tool"]
+CLEAN = ["vfc-echo", "vfc-served-wire", "vfc-served-json", "vfc-multiturn", "vfc-duet", "vfc-judge", "vfc-tool"]
 """Well-behaved fixtures: every served finding passes (`vfc-tool` plays its tool servers)."""
 
 
@@ -106,6 +111,22 @@ def test_well_behaved_fixtures_stay_clean_when_served(clean_run: PluginRun, env_
     assert set(SERVED) <= checks
     cancel = next(f for f in env["findings"] if f["check"] == "served.cancel")
     assert "served.cancel.assembled" in cancel["message"]  # verifiers' 0.4.0 leftover, named
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", ["clean_run", "served_run"])
+def test_a_tuple_that_comes_back_a_list_is_named_by_its_path_and_types_and_no_failure(
+        run: str, request: pytest.FixtureRequest) -> None:
+    """vfc-served-json (and its broken twin): `served.data` passes on every task, naming the
+    JSON-equivalent value by its path with both values and their types."""
+    env_id = "vfc-served-json" if run == "clean_run" else "vfc-broken-served-json"
+    env = request.getfixturevalue(run).envs[env_id]
+    data = [f for f in env["findings"] if f["check"] == "served.data"]
+    assert len(data) == 3
+    for finding in data:
+        assert finding["outcome"] == "passed", finding["message"]
+        assert ("data.entry.metadata.size (10, 30) (tuple) in-process, [10, 30] (list) served "
+                "(JSON-equivalent") in finding["message"]
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vfcheck.checks.served import (
+from vfcheck.checks._wire_changes import (
     ABSENT,
     JSON_EQUIVALENT,
     SHOWN_CHANGES,
@@ -16,11 +16,9 @@ from vfcheck.checks.served import (
     config_changes,
     data_changes,
     describe,
-    episode_verdict,
-    run_problem,
     same,
-    validation_problems,
 )
+from vfcheck.checks.served import episode_verdict, run_problem, validation_problems
 
 
 class Data(BaseModel):

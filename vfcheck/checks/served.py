@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
-from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from vfcheck._host.attempts import deadline_hit
@@ -23,179 +21,23 @@ from vfcheck._shared.findings import Finding, Outcome
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._lab import agent_fault, episode_lab, unfinished_plays
 from vfcheck.checks._registry import check, family
+from vfcheck.checks._wire_changes import (
+    ABSENT,
+    SHOWN_CHANGES,
+    Change,
+    config_changes,
+    data_changes,
+    describe,
+    shown,
+)
 
 family("served", order=140, summary="each task survives the wire to an env server, and a served "
        "episode matches the in-process one.")
 
 WHY = "training serves the env; a task that does not survive the wire trains on something else"
-ABSENT = "(absent)"
-SHOWN_CHANGES = 6
-"""Changes named in a message; the details hold them all."""
 PLAYS = 2
 """Plays of a served run at most: a second one when the first's model requests were
 answered before its trace was bound to the task (`ServedPlay.unbound`)."""
-
-
-class Change(NamedTuple):
-    """One difference between the in-process task and the served one."""
-
-    path: str
-    """`data.prompt`, `data.entry.metadata.size`, `data type`, `Task class`,
-    `config.max_turns`, `key`."""
-    before: str
-    after: str
-    why: str = ""
-    equivalent: bool = False
-    """JSON-equivalent (a tuple served as a list) where the declared type does not tell
-    them apart: no env code can rely on the difference, so it is no failure."""
-
-
-# -- pure: what differs, and how a message says it
-
-
-def shown(value: Any, limit: int = 80) -> str:
-    """`value` as a message shows it: its repr, cut to `limit` characters."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def same(before: Any, after: Any) -> bool:
-    """Equal and of one type (a tuple that comes back a list differs); NaN equals NaN."""
-    if type(before) is not type(after):
-        return False
-    if isinstance(before, float) and math.isnan(before) and math.isnan(after):
-        return True
-    with contextlib.suppress(Exception):
-        if before == after:
-            return True
-    return repr(before) == repr(after)
-
-
-def pair(before: Any, after: Any) -> tuple[str, str]:
-    """Both values shown with their types (two strings: quoted, and when long as a window
-    around their first difference)."""
-    if isinstance(before, str) and isinstance(after, str) and max(len(before), len(after)) > 60:
-        from vfcheck._traces.normalize import trace_changes
-
-        (_, was, now), *_ = trace_changes(before, after) or [("", shown(before), shown(after))]
-        return was, now
-    if isinstance(before, str) and isinstance(after, str):  # quoted: plainly two strings
-        return shown(before), shown(after)
-    return typed(before), typed(after)
-
-
-def typed(value: Any) -> str:
-    """`(10, 30) (tuple)`: a value shown with its type."""
-    return f"{shown(value)} ({type(value).__name__})"
-
-
-def fields_of(data: Any) -> dict[str, Any]:
-    """A pydantic model's field values (`exclude=True` ones too) and its extras."""
-    values = {name: getattr(data, name) for name in type(data).model_fields}
-    return {**values, **(getattr(data, "model_extra", None) or {})}
-
-
-def excluded_fields(data_type: type) -> set[str]:
-    return {name for name, info in getattr(data_type, "model_fields", {}).items()
-            if info.exclude}
-
-
-def data_changes(before: Any, after: Any) -> list[Change]:
-    """How the served task's data (`after`) differs from the in-process one (`before`):
-    each value that changed, vanished or appeared, by its path down nested dicts, lists
-    and models (`data.entry.metadata.size`), and the data type."""
-    changes = []
-    if type(before) is not type(after):
-        changes.append(Change("data type", type(before).__name__, type(after).__name__,
-                              "the server builds the taskset's declared data type"))
-    was, now = fields_of(before), fields_of(after)
-    declared = getattr(type(after), "model_fields", {})
-    excluded = excluded_fields(type(before))
-    for name in [*was, *(n for n in now if n not in was)]:
-        path = f"data.{name}"
-        if name not in now:
-            changes.append(Change(path, shown(was[name]), ABSENT,
-                                  f"{type(after).__name__} has no such field"))
-        elif name not in was:
-            changes.append(Change(path, ABSENT, shown(now[name])))
-        elif not same(was[name], now[name]):
-            why = "excluded from the dump: exclude=True" if name in excluded else (
-                "" if name in declared else "an extra field")
-            if why:
-                changes.append(Change(path, *pair(was[name], now[name]), why))
-                continue
-            loose = name not in declared or not tells_tuple_apart(declared[name].annotation)
-            changes += value_changes(path, was[name], now[name], loose)
-    return changes
-
-
-def value_changes(path: str, before: Any, after: Any, loose: bool) -> list[Change]:
-    """Where two values differ, down their dicts, equal-length lists and tuples, and
-    models of one type. A tuple that comes back a list with equal items is `equivalent`
-    when the declared type is `loose` (names no tuple: `dict[str, Any]`, `Any`)."""
-    if same(before, after):
-        return []
-    if isinstance(before, dict) and isinstance(after, dict) and type(before) is type(after):
-        changes = []
-        for key in [*before, *(k for k in after if k not in before)]:
-            where = f"{path}.{key}" if isinstance(key, str) and key.isidentifier() \
-                else f"{path}[{key!r}]"
-            if key not in after:
-                changes.append(Change(where, typed(before[key]), ABSENT))
-            elif key not in before:
-                changes.append(Change(where, ABSENT, typed(after[key])))
-            else:
-                changes += value_changes(where, before[key], after[key], loose)
-        return changes
-    if isinstance(before, list | tuple) and isinstance(after, list | tuple) \
-            and len(before) == len(after):
-        inner = [c for i, (x, y) in enumerate(zip(before, after, strict=True))
-                 for c in value_changes(f"{path}[{i}]", x, y, loose)]
-        if type(before) is type(after):
-            return inner
-        if loose and all(c.equivalent for c in inner):
-            return [*inner, Change(path, *pair(before, after), JSON_EQUIVALENT, True)]
-        return [*inner, Change(path, *pair(before, after))]
-    if type(before) is type(after) and hasattr(type(before), "model_fields"):
-        fields = fields_of(before), fields_of(after)
-        if set(fields[0]) == set(fields[1]):
-            return [c for name in fields[0]
-                    for c in value_changes(f"{path}.{name}", fields[0][name], fields[1][name],
-                                           loose)]
-    return [Change(path, *pair(before, after))]
-
-
-JSON_EQUIVALENT = ("JSON-equivalent: the declared type does not tell a tuple from a list, so "
-                   "the served value is what JSON carries")
-
-
-def tells_tuple_apart(annotation: Any) -> bool:
-    """Whether a declared field type names a tuple anywhere (`tuple[int, int]`,
-    `dict[str, tuple[int, ...]]`): then pydantic rebuilds one, and a list it let through
-    is a difference env code may see."""
-    import typing
-
-    if annotation is tuple or typing.get_origin(annotation) is tuple:
-        return True
-    return any(tells_tuple_apart(arg) for arg in typing.get_args(annotation))
-
-
-def config_changes(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
-    """The task config's differences (both dumped), field by field."""
-    from vfcheck._traces.normalize import trace_changes
-
-    why = "the server wraps every task in the taskset's config.task"
-    return [Change(f"config.{path}" if path != "(root)" else "config", was, now, why)
-            for path, was, now in trace_changes(before, after)]
-
-
-def describe(changes: Sequence[Change]) -> str:
-    """`data.prompt '...' in-process, '...' served (why); ...` for the first changes."""
-    parts = [f"{c.path} {c.before} in-process, {c.after} served" + (f" ({c.why})" if c.why
-                                                                   else "")
-             for c in changes[:SHOWN_CHANGES]]
-    more = len(changes) - SHOWN_CHANGES
-    return "; ".join(parts) + (f"; +{more} more (details.changes)" if more > 0 else "")
 
 
 def validation_problems(error: Any, sent: dict[str, Any] | None) -> str:
@@ -410,6 +252,10 @@ async def served_episode(ctx: CheckContext, task: Any) -> Finding:
     known = {*local.errors(), *again.errors()}
     new_errors = [e for e in served_errors(play.episode) if e not in known]
     outcome, observed, diff = episode_verdict(ours, twice, theirs, new_errors, task.data.idx)
+    equivalent = [c for c in wire_verdict(ctx, task, served).changes if c.equivalent]
+    if outcome == "failed" and equivalent:
+        observed += (f"; the served task differs only in values JSON carries as it must, "
+                     f"which the env's code may tell apart: {describe(equivalent)}")
     return ctx.finding("served.episode", task, outcome, f"{where}, {observed}", diff=diff,
                        served=theirs, in_process=ours, address=served.address)
 
