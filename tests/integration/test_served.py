@@ -51,7 +51,8 @@ NAMED = {
         "finished episode instead of the cancellation"],
 }
 """What the message of each broken unit must say (the field, the prompt, the error)."""
-CLEAN = ["vfc-echo", "vfc-served-wire", "vfc-served-json", "vfc-multiturn", "vfc-duet", "vfc-judge", "vfc-tool"]
+CLEAN = ["vfc-echo", "vfc-served-wire", "vfc-served-json", "vfc-multiturn", "vfc-duet",
+         "vfc-judge", "vfc-tool"]
 """Well-behaved fixtures: every served finding passes (`vfc-tool` plays its tool servers)."""
 
 
