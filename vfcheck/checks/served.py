@@ -189,11 +189,14 @@ def bind_to(lab: Any) -> Any:
     fails_when="the task's data sent as trainers send it (`model_dump(mode=\"json\")`, msgpack "
     "with verifiers' encoder) and rebuilt as `EnvServer` rebuilds it (the taskset's declared "
     "data type's `model_validate`, then its declared Task class) differs from the in-process "
-    "task: a field changed, vanished or failed to validate (the message names each, with both "
-    "values), or the data type, Task class, config or key differ; the server could not stream "
+    "task: a field changed, vanished or failed to validate (the message names each by its path "
+    "down nested values, with both values and their types), or the data type, Task class, "
+    "config or key differ; the server could not stream "
     "the data back on its traces (verifiers' encoder refuses a field: named); `EnvServer` "
     "refuses the taskset (its words: an `exclude=True` field); or the declared Task or data "
-    "type cannot be had. No episode is played",
+    "type cannot be had. A tuple that comes back a list where the declared type names no tuple "
+    "is JSON-equivalent: named, not failed (`served.episode` compares the scores). No episode "
+    "is played",
     why=WHY,
 )
 async def served_data(ctx: CheckContext, task: Any) -> Finding:
