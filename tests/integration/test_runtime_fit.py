@@ -35,6 +35,7 @@ def test_a_refused_network_policy_names_the_envs_line_and_blocks_nothing(
         for played in ("gold", "noop", "episode", "served.episode"):
             assert units[(played, index)]["outcome"] == "passed", units[(played, index)]
     assert run.returncode == 0
+    assert "vfc-network-none runtime: tasks 0, 1, 2 ask for network_allow=[] (" in run.stdout
 
 
 def line_of(text: str) -> int:

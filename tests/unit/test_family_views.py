@@ -40,3 +40,15 @@ def test_summary_lines_and_report_data_come_from_the_views() -> None:
     assert views.report_data(report) == {}
     sections = views.sections([report], CheckOptions())
     assert sections == [("golden traces", ["e golden traces: 1 matched in golden/e"])]
+
+
+def test_a_refused_runtime_setting_is_one_summary_line_naming_the_tasks_and_the_line() -> None:
+    refused = {"runtime_refusal": {"setting": "network_allow=[]", "site": "envs/x.py:23",
+                                   "refusal": "task 0 requires a network policy"}}
+    report = EnvReport(id="x", findings=[
+        Finding("setup", "setup", TaskId(i, f"k{i}"), "passed", "setup valid", refused)
+        for i in range(3)] + [Finding("setup", "setup", TaskId(3, "k3"), "passed", "valid")])
+    assert views.summary_lines(report) == [
+        "x runtime: tasks 0, 1, 2 ask for network_allow=[] (envs/x.py:23), which verifiers' "
+        "subprocess runtime refuses; vfcheck played them under its own offline policy (no host "
+        "but the mocked endpoints): the env runs only on a runtime with network policies"]
