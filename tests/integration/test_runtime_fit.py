@@ -5,6 +5,8 @@ vfcheck plays the task under its own, stricter, offline policy, so every other c
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from support import FIXTURES, CheckCache, by_unit
 
@@ -42,3 +44,18 @@ def line_of(text: str) -> int:
     """The line of vfc_network_none.py holding `text`."""
     lines = (FIXTURES / "vfc_network_none.py").read_text().splitlines()
     return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
+@pytest.mark.slow
+def test_a_task_that_needs_a_container_is_skipped_naming_its_setting_and_line(
+        checked: CheckCache, verifiers_fixtures: Path) -> None:
+    """verifiers' agent-user-harness-v1 sets `agent_user`: skipped, saying which setting
+    (and where), never a verdict."""
+    run = checked.check("agent-user-harness-v1", "--path", str(verifiers_fixtures),
+                        "--checks", "setup,episode")
+    units = by_unit(run.envs["agent-user-harness-v1"])
+    for unit in (("setup", 0), ("episode", 0)):
+        assert units[unit]["outcome"] == "skipped"
+        assert ("needs a container runtime: the task asks for agent_user='vf-agent' ("
+                in units[unit]["message"])
+        assert "agent_user_harness_v1.py:" in units[unit]["message"]

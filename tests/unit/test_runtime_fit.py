@@ -9,7 +9,12 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from vfcheck._episodes.runtime_fit import Refusal, policy_setting, setting_site
+from vfcheck._episodes.runtime_fit import (
+    Refusal,
+    container_reason,
+    policy_setting,
+    setting_site,
+)
 
 
 def task(**data: object) -> SimpleNamespace:
@@ -46,3 +51,18 @@ def test_the_refusal_is_worded_as_the_envs_incompatibility() -> None:
                            "subprocess runtime refuses (\"task 0 requires a network policy\")")
     assert "the env runs only on a runtime with network policies" in said
     assert "vfcheck could not" not in said
+
+
+class Boxed:
+    NEEDS_CONTAINER = True
+
+    def __init__(self, **data: object) -> None:
+        self.data = SimpleNamespace(**data)
+
+
+def test_a_container_need_names_what_the_task_asks_for() -> None:
+    said = container_reason(Boxed(agent_user="bob"))
+    assert said.startswith("needs a container runtime: the task asks for NEEDS_CONTAINER = True (")
+    assert "test_runtime_fit.py:" in said
+    assert "agent_user='bob'" in said and "useradd" in said
+    assert said.endswith("; vfcheck runs offline in the subprocess runtime")

@@ -91,8 +91,29 @@ def stand_in(task: Any, force: bool = False) -> Any:
     return task.with_data(network_allow=["*"], network_block=[])
 
 
-def setting_site(owners: tuple[Any, ...]) -> str | None:
-    """`file:line` of the first line naming a policy field in the env's own modules (those
+def container_reason(task: Any, owners: tuple[Any, ...] = ()) -> str:
+    """Why `task` needs a container, in the env's terms: each setting that asks for one
+    (`image='python:3.11'`, `agent_user='bob'`, `NEEDS_CONTAINER = True`), where the env's
+    source sets the distinctively named ones, and verifiers' refusal where it refuses."""
+    data, said = task.data, []
+    if getattr(type(task), "NEEDS_CONTAINER", False):
+        site = setting_site((*owners, type(task)), ("NEEDS_CONTAINER",))
+        said.append("NEEDS_CONTAINER = True" + (f" ({site})" if site else ""))
+    if (image := getattr(data, "image", None)) is not None:
+        said.append(f"image={image!r}")
+    if (user := getattr(data, "agent_user", None)) is not None:
+        site = setting_site((*owners, type(task), type(data)), ("agent_user",))
+        said.append(f"agent_user={user!r}" + (f" ({site})" if site else "")
+                    + " (verifiers would run useradd for it on this machine)")
+    refused = resolve(task) if image is not None else None
+    return (f"needs a container runtime: the task asks for {', '.join(said) or 'a container'}"
+            + (f", which verifiers' subprocess runtime refuses (\"{refused}\")" if refused
+               else "") + "; vfcheck runs offline in the subprocess runtime")
+
+
+def setting_site(owners: tuple[Any, ...],
+                 fields: tuple[str, ...] = POLICY_FIELDS) -> str | None:
+    """`file:line` of the first line naming one of `fields` in the env's own modules (those
     of `owners`' classes and their bases, verifiers' own left out)."""
     seen: list[Path] = []
     for owner in owners:
@@ -111,7 +132,7 @@ def setting_site(owners: tuple[Any, ...]) -> str | None:
         try:
             with path.open("rb") as source_file:
                 names = [t for t in tokenize.tokenize(source_file.readline)
-                         if t.type == tokenize.NAME and t.string in POLICY_FIELDS]
+                         if t.type == tokenize.NAME and t.string in fields]
         except (OSError, SyntaxError, tokenize.TokenError):
             continue
         if names:  # code, not a docstring or a comment naming the field

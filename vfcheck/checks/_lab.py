@@ -332,6 +332,7 @@ def episode_skip_reason(ctx: CheckContext, task: Any) -> str | None:
         return (f"{'; '.join(ctx.container_roles)} — vfcheck plays episodes "
                 "offline in the subprocess runtime")
     if needs_container(task):
-        return ("needs a container runtime (NEEDS_CONTAINER, TaskData.image or "
-                "TaskData.agent_user); vfcheck runs offline in the subprocess runtime")
+        from vfcheck._episodes.runtime_fit import container_reason
+
+        return container_reason(task, (getattr(ctx.env, "taskset", None),))
     return None

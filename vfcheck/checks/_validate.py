@@ -20,7 +20,7 @@ import contextlib
 from typing import Any
 
 from vfcheck._episodes.error_text import one_line
-from vfcheck._episodes.runtime_fit import stand_in
+from vfcheck._episodes.runtime_fit import container_reason, stand_in
 from vfcheck._host.attempts import CURRENT_ATTEMPT, deadline_hit
 from vfcheck._host.crash_site import (
     Raised,
@@ -119,12 +119,8 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any,
                      serving_error: Exception | None = None) -> Finding:
     tid = TaskId(index=task.data.idx, key=str(task.key))
     if needs_container(task):
-        return Finding(
-            mode, mode, tid, "skipped",
-            f"env {env_id!r}, {tid.label()}: needs a container runtime (NEEDS_CONTAINER, "
-            "TaskData.image or TaskData.agent_user); vfcheck runs offline in the subprocess "
-            "runtime", {},
-        )
+        return Finding(mode, mode, tid, "skipped",
+                       f"env {env_id!r}, {tid.label()}: {container_reason(task)}", {})
     api = validate_api()
     if isinstance(api, str):
         return Finding(mode, mode, tid, "skipped", f"env {env_id!r}, {tid.label()}: {api}", {})
