@@ -22,13 +22,13 @@ class PortFiles:
     def note(self, path: Path) -> None:
         self.noted.append(path)
 
-    def remove(self) -> int:
-        """Delete the noted files (the tool servers are gone); how many there were."""
-        removed = 0
+    def remove(self) -> list[str]:
+        """Delete the noted files (the tool servers are gone); those that were there."""
+        removed = []
         for path in self.noted:
             with contextlib.suppress(OSError):
                 path.unlink()
-                removed += 1
+                removed.append(str(path))
         self.noted.clear()
         return removed
 

@@ -207,11 +207,13 @@ class Worker:
             WARM.why_cold = NO_TOOL_SERVERS
 
     def end_warm_starts(self) -> None:
-        """Stop the warm interpreter and say how this worker's processes started (a
-        `starts` event: `vfcheck._host.warm_starts`)."""
+        """Stop the warm interpreter, remove the port files verifiers left for this worker's
+        tool servers (`vfcheck._host.port_files`), and say how its processes started and
+        which port files went (a `starts` event: `vfcheck._host.warm_starts`)."""
         WARM.close()
-        if WARM.counts:
-            self.emit("starts", **WARM.summary())
+        removed = PORT_FILES.remove()  # verifiers' own, of this worker's tool servers only
+        if WARM.counts or removed:
+            self.emit("starts", **WARM.summary(), port_files=removed)
         WARM.reset()
 
     async def run_unit(self, spec: CheckSpec, task: Any, *,
