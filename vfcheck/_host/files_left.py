@@ -19,7 +19,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,9 +66,14 @@ class FileWrites:
         self.temp_roots: tuple[str, ...] = ()
         self.private: str | None = None
         self.home: str | None = None
+        self.unit_of: Callable[[], tuple[str, int | None] | None] = lambda: None
 
-    def watch(self) -> None:
-        """Note env code's creations from now on (`CRASH_SITES` knows the env's code)."""
+    def watch(self, unit_of: Callable[[], tuple[str, int | None] | None] = lambda: None,
+              ) -> None:
+        """Note env code's creations from now on (`CRASH_SITES` knows the env's code);
+        `unit_of()`: the check unit running here (the worker's), for the task's index
+        when no hook of a task is on the stack."""
+        self.unit_of = unit_of
         self.watching = True
         if not self.installed:
             sys.addaudithook(self._on_event)
@@ -103,12 +108,10 @@ class FileWrites:
                   if CRASH_SITES.is_env(f.f_code.co_filename)]
         if not frames:
             return
-        from vfcheck._isolation.watchdog import CURRENT_UNIT
-
         kinds = CRASH_SITES.hook_kinds()
         hook = next((h for f in reversed(frames) if (h := hook_of(f, kinds)) is not None),
                     None)
-        unit = CURRENT_UNIT.get()
+        unit = self.unit_of()
         index = hook[2] if hook is not None and hook[2] is not None else (
             unit[1] if unit is not None else None)
         inner = frames[-1]

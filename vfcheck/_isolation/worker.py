@@ -160,7 +160,7 @@ class Worker:
             OFFLINE_SOCKETS.env_code, OFFLINE_SOCKETS.kinds = (self.watchdog.env_code,
                                                                self.watchdog.kinds)
             CRASH_SITES.know(self.watchdog.env_code, self.watchdog.kinds)
-            FILE_WRITES.watch()  # what env code creates from here on (`hygiene.files`)
+            FILE_WRITES.watch(CURRENT_UNIT.get)  # what env code creates (`hygiene.files`)
             guard_children(child_log_of(self.events))  # tool servers start from here on
             try:
                 with no_network(OFFLINE_SOCKETS.record):  # httpx ends in the mock's router
