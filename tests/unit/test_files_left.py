@@ -52,13 +52,15 @@ def test_what_is_left_under_the_temp_dirs_and_home_is_named_once_with_its_maker(
 
 def test_the_audit_hook_notes_what_env_code_creates_while_watching(tmp_path: Path) -> None:
     """This test module is env code to `CRASH_SITES` (outside vfcheck, the standard library
-    and site-packages); a read and anything after `stop()` are not noted."""
+    and site-packages); a read, a bytecode cache and anything after `stop()` are not
+    noted."""
     writes = FileWrites()
     writes.watch()
     try:
         line = inspect.stack()[0].lineno + 1
         (tmp_path / "made.txt").write_text("x")
         os.mkdir(tmp_path / "dir")
+        os.mkdir(tmp_path / "__pycache__")  # what an import in a hook writes: not noted
         (tmp_path / "made.txt").read_text()
     finally:
         writes.stop()

@@ -31,6 +31,8 @@ PRIVATE_NAME = "tmp"
 """The private temp dir's name inside the worker's work dir."""
 OWNED_BY_VERIFIERS = Path(".cache", "verifiers")
 """Under HOME: verifiers' runtime work dirs and program copies, which it removes itself."""
+PYCACHE = f"{os.sep}__pycache__"
+"""Python writes bytecode caches beside a module imported in a hook: not env code's files."""
 NOT_THE_ENVS = ("uv-",)
 """Names uv gives what it keeps in the temp dir (its locks): harness programs' runner's, not
 env code's."""
@@ -97,7 +99,11 @@ class FileWrites:
             return  # a file descriptor
         self.watching = False  # what the lookup below opens is not env code's
         try:
-            self._note(os.path.abspath(os.fsdecode(path)))
+            made = os.path.abspath(os.fsdecode(path))
+            if PYCACHE not in made:  # an import's bytecode cache, not the env's file
+                self._note(made)
+        except Exception:  # noqa: BLE001 - an observer must never fail env code's open
+            pass
         finally:
             self.watching = True
 
