@@ -19,6 +19,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +70,8 @@ class FileWrites:
         self.private: str | None = None
         self.home: str | None = None
         self.unit_of: Callable[[], tuple[str, int | None] | None] = lambda: None
+        self._inside = threading.local()
+        """Set while this thread looks up who made a path (its own opens do not count)."""
 
     def watch(self, unit_of: Callable[[], tuple[str, int | None] | None] = lambda: None,
               ) -> None:
@@ -97,7 +100,9 @@ class FileWrites:
             return
         if not isinstance(path, str | bytes | os.PathLike):
             return  # a file descriptor
-        self.watching = False  # what the lookup below opens is not env code's
+        if getattr(self._inside, "on", False):
+            return  # what the lookup below opens is not env code's
+        self._inside.on = True
         try:
             made = os.path.abspath(os.fsdecode(path))
             if PYCACHE not in made:  # an import's bytecode cache, not the env's file
@@ -105,7 +110,7 @@ class FileWrites:
         except Exception:  # noqa: BLE001 - an observer must never fail env code's open
             pass
         finally:
-            self.watching = True
+            self._inside.on = False
 
     def _note(self, path: str) -> None:
         if path in self.made:
