@@ -32,6 +32,7 @@ BROKEN: dict[str, set[Unit]] = {
     "vfc-broken-hook-types": {("gold", 1), ("noop", 1), ("episode", 1), ("robustness", 1),
                               ("episode", 2), ("robustness", 2), ("gold", 3)},
     "vfc-broken-leak": {("hygiene.processes", None)},
+    "vfc-broken-tmp-leak": {("hygiene.files", None)},
 }
 """Each broken fixture and the findings that must fail on it: nothing else may."""
 

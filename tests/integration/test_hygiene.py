@@ -162,3 +162,57 @@ def test_well_behaved_envs_leave_no_process(
                 for f in e["findings"] if f["check"] == "hygiene.processes"}
     assert verdicts == {(env, "hygiene.processes"): "passed" for env in envs}
     assert code == 0
+
+
+@pytest.mark.slow
+def test_a_file_left_in_the_temp_dir_fails_only_its_env_by_path_and_hook(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    """vfc-broken-tmp-leak beside vfc-echo and a tool fixture, two workers at once: each
+    worker's TMPDIR is its own, so only the leaking env's `hygiene.files` fails, naming each
+    file and the hook, task and line that wrote it."""
+    envs = ["vfc-broken-tmp-leak", "vfc-echo", "vfc-tool"]
+    code, report = check(tmp_path, envs, [fixtures_dir], "--checks", "setup,episode,hygiene",
+                         "-n", "2")
+    assert code == 1
+    bad = {(e["id"], f["check"]) for e in report["envs"] for f in e["findings"]
+           if f["outcome"] in ("failed", "error")}
+    assert bad == {("vfc-broken-tmp-leak", "hygiene.files")}
+    envs_by_id = {e["id"]: e for e in report["envs"]}
+    (finding,) = [f for f in envs_by_id["vfc-broken-tmp-leak"]["findings"]
+                  if f["check"] == "hygiene.files"]
+    left = finding["details"]["files"]
+    assert len(left) == 2  # task 1's setup ran for the setup check and for its episode
+    assert all(f["path"].startswith("<temp dir>/vfc-scratch-") and f["index"] == 1
+               and f["hook"] == "VfcBrokenTmpLeakTask.setup"
+               and f["at"].startswith("vfc_broken_tmp_leak.py:") for f in left)
+    message = finding["message"]
+    assert message.startswith("env 'vfc-broken-tmp-leak': hygiene.files failed — 2 file(s) ")
+    assert all(f"`{f['path']}` (made by VfcBrokenTmpLeakTask.setup of task 1 at {f['at']})"
+               in message for f in left)
+    assert BY_ID["hygiene.files"].contract in message and "\n" not in message
+
+
+@pytest.mark.slow
+def test_a_tool_env_leaves_no_port_file_and_nothing_in_the_temp_dir(
+    verifiers_fixtures: Path, tmp_path: Path
+) -> None:
+    """echo-tool-v1: verifiers 0.4.0 writes `/tmp/vf-port-<uuid>` per tool-server start and
+    never removes it; vfcheck removes those of its run (listed in the report), and
+    everything else it writes goes to TMPDIR (here a folder of the test's), which holds no
+    file afterwards. /tmp itself is not compared: other runs on the machine write there."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    done = check_report("echo-tool-v1", "--path", str(verifiers_fixtures), "--checks",
+                        "episode,hygiene", "--sample", "1", cwd=tmp_path,
+                        env={"TMPDIR": str(temp)})
+    (env,) = done.report["envs"]
+    removed = env["starts"]["port_files"]
+    assert removed and all(p.startswith("/tmp/vf-port-") for p in removed)
+    assert [p for p in removed if Path(p).exists()] == []
+    assert [p for p in temp.rglob("*") if not p.is_dir()] == []
+    verdicts = {f["check"]: f["outcome"] for f in env["findings"]
+                if f["check"].startswith("hygiene.")}
+    assert verdicts == {"hygiene.processes": "passed", "hygiene.network": "passed",
+                        "hygiene.files": "passed"}
+    assert done.returncode == 0

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import CheckCache, vfcheck
+from support import CheckCache, check_report, vfcheck
 from unit.test_library import ENTRIES, SHIPPED, VERSION, _entry
 
 from vfcheck._library import (
@@ -145,7 +145,8 @@ def test_with_the_shipped_baseline_nothing_fails(raw: list[Finding]) -> None:
 
 def test_every_baseline_entry_has_a_reproduction() -> None:
     for entry in ENTRIES:
-        assert entry.check.startswith("usage.paths.") or entry.check in PREVIEW_REPRODUCTIONS
+        assert entry.check.startswith("usage.paths.") or entry.check in PREVIEW_REPRODUCTIONS \
+            or entry.check in OTHER_REPRODUCTIONS
 
 
 @needs_baseline
@@ -269,6 +270,9 @@ async def _reproduce_served_cancel() -> None:
     assert trace["pending"]  # the cancelled request's preview, for good
 
 
+OTHER_REPRODUCTIONS = {"api.port_files.removed": "test_reproduce_port_file_entry"}
+"""Entries reproduced by a test of their own (it needs a fixture env)."""
+
 PREVIEW_REPRODUCTIONS = {
     "preview.agent_timeout.agent_end": _reproduce_agent_end,
     "preview.cancel.notified": _reproduce_cancel,
@@ -282,6 +286,20 @@ PREVIEW_REPRODUCTIONS = {
 async def test_reproduce_preview_entry(check: str) -> None:
     assert check in {e.check for e in ENTRIES}
     await PREVIEW_REPRODUCTIONS[check]()
+
+
+@needs_baseline
+@pytest.mark.slow
+def test_reproduce_port_file_entry(verifiers_fixtures: Path, tmp_path: Path) -> None:
+    """A check of echo-tool-v1: once verifiers has stopped the tool servers, the port files
+    it gave them are still there for the worker to remove (`starts.port_files` lists only
+    the files it found)."""
+    assert "api.port_files.removed" in {e.check for e in ENTRIES}
+    done = check_report("echo-tool-v1", "--path", str(verifiers_fixtures), "--checks",
+                        "episode", "--sample", "1", cwd=tmp_path)
+    (env,) = done.report["envs"]
+    assert env["starts"]["port_files"]
+    assert all(p.startswith("/tmp/vf-port-") for p in env["starts"]["port_files"])
 
 
 # -- the baseline is strict

@@ -109,7 +109,7 @@ def test_the_starts_line_says_how_processes_started():
 
 def test_a_restarted_worker_adds_its_starts():
     first = {"warm": 2, "cold": 1, "reasons": {"x": 1}, "seconds": {"warm": 1.0},
-             "zygote": "ready"}
-    both = merged_starts(merged_starts({}, first), first)
+             "zygote": "ready", "port_files": ["a"]}
+    both = merged_starts(merged_starts({}, first), {**first, "port_files": ["b"]})
     assert both == {"warm": 4, "cold": 2, "reasons": {"x": 2}, "seconds": {"warm": 2.0},
-                    "zygote": "ready"}
+                    "zygote": "ready", "port_files": ["a", "b"]}

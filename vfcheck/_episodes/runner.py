@@ -323,16 +323,23 @@ class EnvRunner:
 async def warm_starts_if(wanted: bool | None) -> AsyncIterator[None]:
     """Warm starts in this process while the runner is open, if `wanted` and the kernel
     lets it adopt the children (`vfcheck._host.warm_starts`); cold starts if not; None:
-    as this process set them (the check worker starts them for an env with tools)."""
+    as this process set them (the check worker starts them for an env with tools, and
+    removes the port files). At the end, the port files of its tool servers go
+    (`vfcheck._host.port_files`)."""
     from vfcheck._host.processes import become_subreaper
     from vfcheck._host.warm_starts import WARM
 
     if wanted is None:
         yield
         return
+    from vfcheck._host.port_files import PORT_FILES
+
     if not wanted:
         WARM.off("warm starts are off (--cold-starts)")
-        yield
+        try:
+            yield
+        finally:
+            PORT_FILES.remove()  # verifiers never removes its tool servers' port files
         return
     become_subreaper()
     WARM.reset()
@@ -341,6 +348,7 @@ async def warm_starts_if(wanted: bool | None) -> AsyncIterator[None]:
         yield
     finally:
         WARM.close()
+        PORT_FILES.remove()
 
 
 def episode_stage(traces: Sequence[Any]) -> str:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vfcheck._host.port_files import PORT_FILES
 from vfcheck._host.processes import is_subreaper, start_time
 from vfcheck._host.warm_plan import WarmRequest, plan
 from vfcheck._host.zygote import TITLE_ROOM
@@ -206,6 +207,9 @@ class WarmStarts:
     async def exec(self, program: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> Any:
         """`asyncio.create_subprocess_exec(program, *args, **kwds)`, warm where it may be."""
         started = time.monotonic()
+        given = kwds.get("env") or {}
+        if isinstance(given, Mapping) and (noted := given.get(PORT_FILE_VAR)):
+            PORT_FILES.note(Path(noted))  # verifiers never removes it
         zygote = self.zygote
         decision: WarmRequest | str = self.why_cold or "warm starts are off"
         if zygote is not None:

@@ -89,7 +89,8 @@ def append_event(path: Path, event: dict[str, Any]) -> None:
 
 def merged_starts(seen: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
     """Two `starts` summaries as one (a restarted worker reports its own): counts and
-    seconds add up, the latest says what the warm interpreter was."""
+    seconds add up, the latest says what the warm interpreter was; `port_files`: verifiers'
+    port files the workers removed (`vfcheck._host.port_files`)."""
     reasons = dict(seen.get("reasons") or {})
     for why, n in (event.get("reasons") or {}).items():
         reasons[why] = reasons.get(why, 0) + int(n)
@@ -99,7 +100,8 @@ def merged_starts(seen: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]
     return {"warm": int(seen.get("warm") or 0) + int(event.get("warm") or 0),
             "cold": int(seen.get("cold") or 0) + int(event.get("cold") or 0),
             "reasons": reasons, "seconds": seconds,
-            "zygote": str(event.get("zygote") or seen.get("zygote") or "")}
+            "zygote": str(event.get("zygote") or seen.get("zygote") or ""),
+            "port_files": [*(seen.get("port_files") or []), *(event.get("port_files") or [])]}
 
 
 @dataclass

@@ -45,9 +45,11 @@ from vfcheck._host.attempts import (
 from vfcheck._host.child_sockets import child_log_of, guard_children, guarded_environ
 from vfcheck._host.crash_site import CRASH_SITES
 from vfcheck._host.env_code import aborted_by
+from vfcheck._host.files_left import FILE_WRITES, private_tempdir
 from vfcheck._host.floor import FLOOR
 from vfcheck._host.leftovers import leftovers, stop
 from vfcheck._host.offline_sockets import OFFLINE_SOCKETS, no_network
+from vfcheck._host.port_files import PORT_FILES
 from vfcheck._host.processes import become_subreaper
 from vfcheck._host.queue_clock import QUEUE_CLOCK
 from vfcheck._host.warm_starts import WARM
@@ -158,6 +160,7 @@ class Worker:
             OFFLINE_SOCKETS.env_code, OFFLINE_SOCKETS.kinds = (self.watchdog.env_code,
                                                                self.watchdog.kinds)
             CRASH_SITES.know(self.watchdog.env_code, self.watchdog.kinds)
+            FILE_WRITES.watch(CURRENT_UNIT.get)  # what env code creates (`hygiene.files`)
             guard_children(child_log_of(self.events))  # tool servers start from here on
             try:
                 with no_network(OFFLINE_SOCKETS.record):  # httpx ends in the mock's router
@@ -170,6 +173,7 @@ class Worker:
                     await self.run_units(self.units("run"))
             finally:
                 queueing.cancel()
+        FILE_WRITES.stop()
         self.end_warm_starts()  # before `hygiene.processes` looks below the worker
         for unit in [] if plan_only else self.units("after"):  # verifiers closed its runners
             await self.run_unit(REGISTRY[unit[0]], None)
@@ -203,11 +207,13 @@ class Worker:
             WARM.why_cold = NO_TOOL_SERVERS
 
     def end_warm_starts(self) -> None:
-        """Stop the warm interpreter and say how this worker's processes started (a
-        `starts` event: `vfcheck._host.warm_starts`)."""
+        """Stop the warm interpreter, remove the port files verifiers left for this worker's
+        tool servers (`vfcheck._host.port_files`), and say how its processes started and
+        which port files went (a `starts` event: `vfcheck._host.warm_starts`)."""
         WARM.close()
-        if WARM.counts:
-            self.emit("starts", **WARM.summary())
+        removed = PORT_FILES.remove()  # verifiers' own, of this worker's tool servers only
+        if WARM.counts or removed:
+            self.emit("starts", **WARM.summary(), port_files=removed)
         WARM.reset()
 
     async def run_unit(self, spec: CheckSpec, task: Any, *,
@@ -412,6 +418,7 @@ async def main_async(spec: dict[str, Any]) -> None:
         worker.end_warm_starts()
         worker.watchdog.close()
         stop(leftovers(os.getpid()))  # never leave env processes behind
+        PORT_FILES.remove()  # verifiers' own, of this worker's tool servers only
         worker.emit("done")
 
 
@@ -419,7 +426,8 @@ def main() -> None:
     spec = json.loads(sys.stdin.read())
     from vfcheck._isolation.workdirs import owned
 
-    with owned():  # HOME: a work dir of this worker's own, before verifiers is imported
+    # HOME and TMPDIR: a work dir of this worker's own, before verifiers is imported
+    with owned() as workdir, private_tempdir(workdir):
         modes = [REGISTRY.modes[a[2:]] for a in sys.argv[1:] if a[2:] in REGISTRY.modes]
         if modes:  # a family's other job (`worker_mode`): a second interpreter's load
             modes[0](spec)

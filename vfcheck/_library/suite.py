@@ -43,6 +43,7 @@ async def collect(*, fixtures: Path | None = None, env_id: str | None = None,
     from vfcheck._episodes.offline import prepare_process_env
     from vfcheck._library.api import eval_findings, hook_findings
     from vfcheck._library.clis import CliRuns, console_scripts, observe_clis
+    from vfcheck._library.port_files import port_file_findings
     from vfcheck._library.scenarios import scenario_findings
     from vfcheck._library.served import served_findings
     from vfcheck._library.usage import usage_findings
@@ -71,7 +72,7 @@ async def collect(*, fixtures: Path | None = None, env_id: str | None = None,
         # Judged while the scratch dir exists: the usage checks read what the CLIs wrote.
         usage = usage_findings(console_scripts(), runs)
         api_eval = eval_findings(runs)
-    return [*usage, *hooks, *api_eval, *played]
+    return [*usage, *hooks, *port_file_findings(), *api_eval, *played]
 
 
 def served_gap(missing: dict[str, str]) -> str | None:

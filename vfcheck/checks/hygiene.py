@@ -1,5 +1,6 @@
-"""`hygiene`: env code leaves no process running and asks nothing of the network that the
-run does not serve (`hygiene.network`: `vfcheck.checks._network`).
+"""`hygiene`: env code leaves no process running, no file in the temp dir or the home
+(`hygiene.files`: `vfcheck._host.files_left`), and asks nothing of the network that the run
+does not serve (`hygiene.network`: `vfcheck.checks._network`).
 
 `hygiene.processes`: env code leaves no process running once its hooks and episodes end.
 
@@ -28,6 +29,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from vfcheck._host.files_left import FILE_WRITES, LeftFile
 from vfcheck._host.leftovers import Leftover, leftovers, stop
 from vfcheck._host.processes import is_subreaper
 from vfcheck._shared.findings import Finding
@@ -42,9 +44,10 @@ from vfcheck.checks._registry import check, family, spec_of
 
 PROCESSES_CHECK = "hygiene.processes"
 NETWORK_CHECK = "hygiene.network"
+FILES_CHECK = "hygiene.files"
 
-family("hygiene", order=1000, summary="no process is left running and no request leaves the "
-       "machine.")
+family("hygiene", order=1000, summary="no process or file is left behind and no request "
+       "leaves the machine.")
 SETTLE = 3.0
 """Seconds processes get to exit on their own after the runners close (a harness program
 that got SIGTERM) before they count as leaked."""
@@ -184,3 +187,46 @@ async def network(ctx: CheckContext, _: Any) -> Finding:
             "machine (a config field naming the service's URL) to check the env offline")
     return ctx.finding(NETWORK_CHECK, None, "failed", "; and ".join(parts),
                        **details)  # ctx adds the contract
+
+
+@check(
+    FILES_CHECK, family="hygiene", scope="env", phase="after", budget=0.0,
+    blocked_by_setup=False,
+    contract="env code leaves no file in the temp dir or the home once its hooks and episodes "
+    "finish (an episode's files belong in its work dir, which verifiers removes)",
+    fails_when="once every check is done and verifiers has closed its runners, a file or dir "
+    "that env code in the check worker created under the temp dirs or HOME (outside "
+    "verifiers' runtime work dirs) still exists, or anything is left in the worker's own "
+    "TMPDIR (a process env code started wrote it); the message names each path and the hook, "
+    "task and file:line that created it",
+    why="a hook that leaves one scratch file per episode fills a training node's disk",
+)
+async def files(ctx: CheckContext, _: Any) -> Finding:
+    left = FILE_WRITES.left()
+    if not left:
+        return ctx.finding(FILES_CHECK, None, "passed",
+                           "env code left no file in the temp dir or the home")
+    return ctx.finding(
+        FILES_CHECK, None, "failed",
+        f"{len(left)} file(s) that env code created outside the episodes' work dirs were "
+        f"still there after every hook and episode had finished: {files_listed(left)}. "
+        "Remove them in the hook that makes them (or in `finalize`), or write them in the "
+        "episode's work dir (the runtime's), which verifiers removes",
+        files=[{"path": f.path, "hook": f.made.hook, "index": f.made.index, "at": f.made.at,
+                "entries": f.entries} for f in left])  # ctx adds the contract
+
+
+def files_listed(left: list[LeftFile]) -> str:
+    """`` `<temp dir>/x` (made by VfcTask.setup of task 1 at my_env.py:30) ``, each."""
+    parts = []
+    for f in left[:10]:
+        made = f.made
+        if made.hook is None:
+            who = "made by a process below the check worker"
+        else:
+            task = f" of task {made.index}" if made.index is not None else ""
+            who = f"made by {made.hook}{task} at {made.at}"
+        holds = f", holding {f.entries} entries" if f.entries else ""
+        parts.append(f"`{f.path}` ({who}{holds})")
+    more = f"; and {len(left) - 10} more" if len(left) > 10 else ""
+    return "; ".join(parts) + more
