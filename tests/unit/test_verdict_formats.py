@@ -37,6 +37,8 @@ TAGS = "Rate the response on a scale of 1 to 10.\nPut the score in <score></scor
         (TAGS, ("<score>10</score>", "<score>1</score>")),
         ("Score it from 0 to 100. Output only the number.", ("100", "0")),
         ("Give the essay a letter grade (A-F).", ("A", "F")),
+        ('JSON only: {"ok": true, "points": 1}\npoints: how many are right, 0-4.',
+         ('{"ok": true, "points": 4}', '{"ok": false, "points": 0}')),
         ("Grade: A, B, C or D.", ("A", "D")),
     ],
 )

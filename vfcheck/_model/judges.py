@@ -184,14 +184,15 @@ def prompt_candidates(prompt: str) -> list[VerdictFormat]:
 
 
 def _in_prompt_format(kind: Verdict, request: ModelRequest) -> Reply:
-    """A verdict in the first format the judge's own parser accepts and tells apart (the
-    first format, when vfcheck cannot reach the parser); none accepted: a reply no format
-    says, marked `unreadable` with what was tried."""
+    """A verdict in the first format the judge's own parser accepts and tells apart (when
+    vfcheck cannot reach the parser: the labels read, else the first format); none
+    accepted: a reply no format says, marked `unreadable` with what was tried."""
     prompt = request.prompt_text
     candidates = prompt_candidates(prompt)
     judge = calling_judge()
-    if judge is None or judge.parse is None:
-        chosen: VerdictFormat | None = candidates[0]
+    if judge is None or judge.parse is None:  # unchecked: labels read win, as they did
+        chosen: VerdictFormat | None = next(
+            (c for c in candidates if c.where == "its prompt"), candidates[0])
     else:
         chosen = next((c for c in candidates if judge.tells_apart(c.positive, c.negative)),
                       None)

@@ -38,7 +38,7 @@ _RANGE = re.compile(
     re.IGNORECASE,
 )
 _SLASH_RANGE = re.compile(
-    rf"(?<![\w.])(?P<lo>{_NUMBER})\s*(?:-|\u2013)\s*(?P<hi>{_NUMBER})(?![\w.])"
+    rf"(?<![\w.])(?P<lo>{_NUMBER})\s*(?:-|\u2013)\s*(?P<hi>{_NUMBER})(?!\w|\.\d)"
 )
 _SCALE_WORDS = re.compile(r"scale|score|rate|rating|grade|points?\b", re.IGNORECASE)
 _TAGS = re.compile(
