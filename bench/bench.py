@@ -449,6 +449,31 @@ class Bench:
         self.row("vfc-echo: served.data's own work / vfcheck check (every family)", data, full,
                  target="<= 0.05", note="its work timed inside the child, after the import")
 
+    def judge_formats(self) -> None:
+        """What answering a judge in its own format costs (`vfcheck._model.verdict_formats`,
+        the judge's `parse` tried on each pair): vfc-judge-json's judge called in a child,
+        answered by verdict (formats read, parse tried) and by a fixed reply of the same
+        text (nothing read), seconds per call. The check does far more than judge calls,
+        so the per-call ratio bounds what it adds to a judged env's check (target <= 1.10)."""
+        print("\n## 2e. a judge answered in its own format (vfc-judge-json)", flush=True)
+        env = child_env()
+        sides = [Side("judge call, format inferred", [PY, "-c", JUDGE_FORMAT, "verdict"]),
+                 Side("judge call, a fixed reply", [PY, "-c", JUDGE_FORMAT, "fixed"])]
+        for rep in range(self.args.repeat):
+            for side in (sides if rep % 2 == 0 else sides[::-1]):
+                s = run(side.argv, env=env, cwd=self.fresh("judge-formats"),
+                        timeout=self.args.timeout)
+                said = [x for x in s.tail.splitlines() if x.startswith("seconds per call ")]
+                s.seconds = float(said[-1].split()[-1]) if said and s.rc == 0 else None
+                s.cpu = None  # the child's CPU is mostly its verifiers import
+                side.samples.append(s)
+                print(f"  [{rep + 1}/{self.args.repeat}] {side.label:<42} "
+                      f"{s.seconds if s.seconds is not None else 'failed'} rc={s.rc}",
+                      flush=True)
+        self.row("vfc-judge-json: a judge call answered in its format / a fixed reply",
+                 sides[0], sides[1], target="<= 1.10",
+                 note=f"{JUDGE_CALLS} calls timed inside the child, after the import")
+
     # -- 3 ---------------------------------------------------------------------------------
     def run_vs_eval(self) -> None:
         n, r, c = 3, 4, self.args.concurrency
@@ -880,6 +905,30 @@ asyncio.run(main())
 """`served.data`'s work on vfc-echo as the check worker does it: the env's `EnvServer`
 built (its refusals are findings), then every task through the wire and compared."""
 
+JUDGE_CALLS = 200
+JUDGE_FORMAT = f"""
+import asyncio, sys, time
+sys.path.insert(0, {str(FIXTURES)!r})
+from vfc_judge_json import FaithfulnessJudge
+from vfc_judge import VfcJudgeTaskConfig
+from vfcheck._model import Reply, ScriptedModel, judge_policy
+reply = Reply.text('{{"faithful": true, "covered": 3}}')
+model = ScriptedModel(judge_policy("positive" if sys.argv[1] == "verdict" else reply))
+async def main():
+    judge = FaithfulnessJudge(VfcJudgeTaskConfig().judge)
+    with model.mock():
+        await judge.evaluate(question="q", answer="a", response="r")  # warm
+        start = time.perf_counter()
+        for _ in range({JUDGE_CALLS}):
+            parsed = (await judge.evaluate(question="q", answer="a", response="r")).parsed
+    assert parsed == 1.0, parsed
+    print("seconds per call", (time.perf_counter() - start) / {JUDGE_CALLS})
+asyncio.run(main())
+"""
+"""vfc-judge-json's judge called through verifiers' `Judge.evaluate` against the scripted
+model in-process: answered `positive` (its format read, its parse tried) or with the same
+text fixed (`sys.argv[1]`: `verdict` or `fixed`)."""
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -906,7 +955,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--only",
-        default="idle,check,phases,probes,served,run,scaling,huge,spread,tools",
+        default="idle,check,phases,probes,served,judge,run,scaling,huge,spread,tools",
         help="sections to run (comma-separated; default all)",
     )
     args = ap.parse_args(argv)
@@ -944,6 +993,8 @@ def main(argv: list[str] | None = None) -> int:
             b.probes()
         if "served" in only:
             b.served()
+        if "judge" in only:
+            b.judge_formats()
         if "run" in only:
             b.run_vs_eval()
         if "scaling" in only:

@@ -360,3 +360,60 @@ async def test_garbage_errors_a_strict_judge_env_and_scores_a_lenient_one_zero(
     (scored,) = lenient.results
     assert scored.errors() == [] and scored.reward == 0.0
 
+
+
+# ------------------------------------------------- formats the judge's own parser reads
+
+
+class JsonVerdictJudge(vf.Judge[dict[str, Any]]):
+    """The public `summarize` env's judge shape: a JSON object or a raise."""
+
+    prompt = ("Reply with one JSON object and nothing else, in the form "
+              '{"faithful": true, "covered": 2}\ncovered counts the points covered, 0-3.\n'
+              "Response: {response}\nfaithful: answer yes or no inside the object.")
+
+    def parse(self, response: vf.JudgeResponse[dict[str, Any]]) -> dict[str, Any]:
+        import json
+        try:
+            value = json.loads(response.text)
+        except ValueError:
+            raise ValueError(f"judge returned no JSON object: {response.text!r}") from None
+        return dict(value)
+
+
+class PrivateProtocolJudge(vf.Judge[bool]):
+    """A judge whose format is private to its parser: nothing in the prompt says it."""
+
+    prompt = "Assess the response.\nResponse: {response}"
+
+    def parse(self, response: vf.JudgeResponse[bool]) -> bool:
+        if response.text not in ("VERDICT::ACCEPT", "VERDICT::DENY"):
+            raise ValueError(f"no protocol verdict: {response.text!r}")
+        return response.text == "VERDICT::ACCEPT"
+
+
+@pytest.mark.parametrize(("verdict", "expected"), [
+    ("positive", {"faithful": True, "covered": 3}),
+    ("negative", {"faithful": False, "covered": 0}),
+])
+async def test_a_judge_is_answered_in_the_format_its_own_parse_reads(
+        verdict: str, expected: dict[str, Any]) -> None:
+    """The prompt also names yes/no labels, tried after its JSON example: verifiers' real
+    `Judge.complete` runs the judge's parse on what the mock sent, and it reads it."""
+    model = ScriptedModel(judge_policy(verdict))
+    with model.mock(), episode_scope(scope()):
+        assert await ask(JsonVerdictJudge(judge_config())) == expected
+    (call,) = model.judge_calls
+    assert call.reply.unreadable is None
+    assert (call.reply.verdict_format or "").startswith("a JSON object (faithful: bool, ")
+
+
+async def test_a_judge_whose_parse_reads_no_format_tried_is_marked_unreadable() -> None:
+    model = ScriptedModel(judge_policy("positive"))
+    with model.mock(), episode_scope(scope()), pytest.raises(ValueError, match="protocol"):
+        await ask(PrivateProtocolJudge(judge_config()))
+    (call,) = model.judge_calls
+    assert call.reply.content != "yes" and call.reply.labels is None
+    why = call.reply.unreadable or ""
+    assert "PrivateProtocolJudge (tests/integration/test_judge_model.py:" in why
+    assert "('Assess the response.')" in why and "labels yes/no" in why

@@ -13,7 +13,13 @@ into what that judge understands:
   worst = negative). An `X if ..., otherwise Y` instruction wins wherever it stands (the
   judged text that follows it may quote other words); else the last pair in the prompt
   wins (the instruction closes it). Labels given by the caller win over all; a schema's
-  enum comes next; `yes`/`no` is the fallback when none can be read.
+  enum comes next; `yes`/`no` is the last format tried.
+- a judge with neither a schema nor labels given is answered in a format its prompt states
+  (`vfcheck._model.verdict_formats`): a JSON example or tags first, then its labels, a
+  scale, a letter grade, `yes`/`no` last. Where the call is answered in-process, the
+  judge's own `parse` (`vfcheck._model.judge_parse`) must accept both replies of a format
+  and read them apart before it is used; when it accepts none, the reply is marked
+  `unreadable` (what was tried) and the checks that need a verdict skip on it.
 - a structured-output judge (`response_format` with a JSON schema, as
   `beta.chat.completions.parse` sends it) gets a JSON object valid for the schema: choice
   fields take the positive label (else the last choice) or the negative one (else the first),
@@ -31,9 +37,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from vfcheck._model.judge_parse import calling_judge, note_unreadable
 from vfcheck._model.policies import judge_only
 from vfcheck._model.schema_args import KEEP, generate_arguments, number_bounds, schema_type
 from vfcheck._model.types import ModelRequest, Policy, Reply, Verdict
+from vfcheck._model.verdict_formats import VerdictFormat, prompt_formats
 
 __all__ = [
     "DEFAULT_VERDICT",
@@ -42,6 +50,7 @@ __all__ = [
     "garbage_text",
     "judge_policy",
     "label_source",
+    "prompt_candidates",
     "read_labels",
     "render_verdict",
     "rubric_criteria",
@@ -145,9 +154,11 @@ def render_verdict(reply: Reply, request: ModelRequest, seed: int = 0) -> Reply:
         return reply
     prompt = request.prompt_text
     schema = request.response_schema
+    criteria = rubric_criteria(prompt)
+    if reply.labels is None and schema is None and not (criteria and '"verdicts"' in prompt):
+        return _in_prompt_format(kind, request)
     labels = (reply.labels or read_labels(prompt) or schema_labels(schema)
               or FALLBACK_LABELS)
-    criteria = rubric_criteria(prompt)
     if schema is not None:
         content = _schema_verdict(kind, schema, labels, criteria, seed)
     elif criteria and '"verdicts"' in prompt and kind is not Verdict.GARBAGE:
@@ -159,12 +170,64 @@ def render_verdict(reply: Reply, request: ModelRequest, seed: int = 0) -> Reply:
     return Reply(content=content, verdict_kind=kind, labels=labels)
 
 
+def prompt_candidates(prompt: str) -> list[VerdictFormat]:
+    """The verdict formats to try on a judge with neither a schema nor labels given, in
+    order: a JSON example or tags the prompt writes, its labels, a scale or a letter grade
+    it states, and `yes`/`no` last."""
+    formats = prompt_formats(prompt)
+    structural = [f for f in formats if f.kind.startswith(("a JSON", "a score in"))]
+    others = [f for f in formats if f not in structural]
+    labels = read_labels(prompt)
+    read = [VerdictFormat(*labels, kind="labels", where="its prompt")] if labels else []
+    fallback = VerdictFormat(*FALLBACK_LABELS, kind="labels", where="fallback (none read)")
+    return [*structural, *read, *others, fallback]
+
+
+def _in_prompt_format(kind: Verdict, request: ModelRequest) -> Reply:
+    """A verdict in the first format the judge's own parser accepts and tells apart (when
+    vfcheck cannot reach the parser: the labels read, else the first format); none
+    accepted: a reply no format says, marked `unreadable` with what was tried."""
+    prompt = request.prompt_text
+    candidates = prompt_candidates(prompt)
+    judge = calling_judge()
+    if judge is None or judge.parse is None:  # unchecked: labels read win, as they did
+        chosen: VerdictFormat | None = next(
+            (c for c in candidates if c.where == "its prompt"), candidates[0])
+    else:
+        chosen = next((c for c in candidates if judge.tells_apart(c.positive, c.negative)),
+                      None)
+    if chosen is None:
+        assert judge is not None
+        first_line = next((line.strip() for line in prompt.splitlines() if line.strip()), "")
+        tried = "; ".join(f"{c.kind} {c.positive}/{c.negative}" for c in candidates)
+        why = (f"judge {judge.name} ({judge.where}) reads no verdict format vfcheck could "
+               f"find in its prompt ({short_line(first_line)!r}): its parse refused, or "
+               f"could not tell apart, each of: {tried}")
+        note_unreadable(request.task.index if request.task is not None else None, why)
+        return Reply(content=garbage_text(FALLBACK_LABELS), verdict_kind=kind, unreadable=why)
+    labels = (chosen.positive, chosen.negative)
+    if kind is Verdict.GARBAGE:
+        content = garbage_text(labels)
+    else:
+        content = labels[0] if kind is Verdict.POSITIVE else labels[1]
+    described = (None if chosen.kind == "labels"
+                 else f"{chosen.kind}, read from its prompt: {chosen.where!r}")
+    return Reply(content=content, verdict_kind=kind, labels=labels, verdict_format=described)
+
+
+def short_line(line: str, limit: int = 100) -> str:
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def label_source(request: ModelRequest, reply: Reply) -> str:
     """Where the labels of a rendered verdict `reply` came from, for reports: `its prompt`,
-    `its schema's enum`, `the caller` or `fallback (none read)`."""
+    `its schema's enum`, `the caller`, `fallback (none read)`, or the format read from the
+    prompt (`a JSON object (...), read from its prompt: '...'`)."""
     labels = reply.labels
     if labels is None:
         return "none"
+    if reply.verdict_format is not None:
+        return reply.verdict_format
     if read_labels(request.prompt_text) == labels:
         return "its prompt"
     if schema_labels(request.response_schema) == labels:

@@ -112,6 +112,12 @@ class Reply:
     verdict_kind: Verdict | None = None
     labels: tuple[str, str] | None = None
     """(positive, negative) labels of a verdict; None reads them from the judge's prompt."""
+    verdict_format: str | None = None
+    """How a rendered verdict was said, when not in labels read as before: `a JSON object
+    (...), read from its prompt: <the line>` (`vfcheck._model.verdict_formats`)."""
+    unreadable: str | None = None
+    """Set on a rendered verdict when the judge's own parser read none of the formats
+    tried: the judge class, its prompt's line and what was tried (checks skip on it)."""
 
     def __post_init__(self) -> None:
         if self.fault_kind is Fault.STATUS:

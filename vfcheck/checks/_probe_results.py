@@ -46,7 +46,7 @@ class ProbeResult:
     """Each reward function's weight, as scoring recorded it."""
     judges: dict[str, str] = field(default_factory=dict)
     """Each judge called (by model name): the labels it was answered in and where they came
-    from (`yes/no (its prompt)`)."""
+    from (`yes/no (its prompt)`), or `no format its parser reads (why)`."""
     format: str = ""
     """The answer format the reply was written in (`in <answer> tags`), where it carries one."""
     unfinished: bool = False

@@ -267,6 +267,9 @@ class ProbeLab:
                     call.request, call.reply)
                 judges.setdefault(call.request.model or "judge",
                                   f"{'/'.join(call.reply.labels)} ({source})")
+            elif call.reply.unreadable is not None:
+                judges.setdefault(call.request.model or "judge",
+                                  f"no format its parser reads ({call.reply.unreadable})")
         scored = [t for t in result.traces if scored_trace(t)]
         rewards: dict[str, float | None] = {}
         weights: dict[str, float] = {}

@@ -111,7 +111,8 @@ class CheckSpec:
 
     async def run(self, ctx: Any, task: Any) -> Finding:
         assert self.fn is not None, f"check {self.id!r} has no function"
-        return await self.fn(ctx, task)
+        from vfcheck.checks._unread_judge import unless_judge_unread
+        return unless_judge_unread(await self.fn(ctx, task))
 
 
 class Registry:

@@ -1,0 +1,155 @@
+"""Verdict formats read from a judge's prompt (a JSON example, a score in tags, a scale, a
+letter grade), and the judge's own parser deciding which is sent (pure functions; no
+verifiers: the judge module is a stand-in with verifiers' names). The real judges are played
+in tests/integration/test_reward_probes.py (vfc-judge-json, -tags, -unreadable)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import types
+from typing import Any
+
+import pytest
+
+from vfcheck._model import ModelRequest, Reply
+from vfcheck._model.judge_parse import calling_judge, unreadable_judge
+from vfcheck._model.judges import label_source, prompt_candidates, render_verdict
+from vfcheck._model.types import TaskRef
+from vfcheck._model.verdict_formats import prompt_formats
+
+SUMMARIZE = (  # the public `summarize` env's judge, as issue #35 quotes it
+    "covered: how many of the reference's points the summary covers, from 0 to 3.\n"
+    'Reply with one JSON object and nothing else, in the form {"faithful": true, "covered": 2}'
+)
+TAGS = "Rate the response on a scale of 1 to 10.\nPut the score in <score></score> tags."
+
+
+@pytest.mark.parametrize(
+    ("prompt", "first"),
+    [
+        (SUMMARIZE, ('{"faithful": true, "covered": 3}', '{"faithful": false, "covered": 0}')),
+        ('Return JSON like {"score": 0.5, "reason": "..."}',
+         ('{"score": 1, "reason": "..."}', '{"score": 0, "reason": "..."}')),
+        ('Answer in JSON: {"quality": 4}. quality is between 1 and 5.',
+         ('{"quality": 5}', '{"quality": 1}')),
+        (TAGS, ("<score>10</score>", "<score>1</score>")),
+        ("Score it from 0 to 100. Output only the number.", ("100", "0")),
+        ("Give the essay a letter grade (A-F).", ("A", "F")),
+        ('JSON only: {"ok": true, "points": 1}\npoints: how many are right, 0-4.',
+         ('{"ok": true, "points": 4}', '{"ok": false, "points": 0}')),
+        ("Grade: A, B, C or D.", ("A", "D")),
+    ],
+)
+def test_a_format_stated_in_the_prompt_gives_a_positive_and_a_negative_reply(
+        prompt: str, first: tuple[str, str]) -> None:
+    formats = prompt_formats(prompt)
+    assert formats, prompt
+    assert (formats[0].positive, formats[0].negative) == first
+
+
+@pytest.mark.parametrize("prompt", [
+    "Assess whether the response gives the reference answer.",
+    'The task was: print {"a": 1}. Did the response do it?',  # JSON in the task, not asked
+    "Reply CORRECT if it matches the reference, otherwise WRONG.",
+])
+def test_a_prompt_that_states_no_format_gives_none(prompt: str) -> None:
+    assert prompt_formats(prompt) == []
+
+
+def test_labels_come_after_a_json_example_or_tags_and_yes_no_is_tried_last() -> None:
+    tried = prompt_candidates(SUMMARIZE + "\nfaithful is true or false.")
+    assert tried[0].kind.startswith("a JSON object")
+    assert (tried[-1].positive, tried[-1].negative) == ("yes", "no")
+    assert [c.where for c in prompt_candidates("Reply CORRECT if so, otherwise WRONG.")] == [
+        "its prompt", "fallback (none read)"]
+
+
+def request(prompt: str, task: int = 0) -> ModelRequest:
+    return ModelRequest(body={"model": "grader", "messages": [{"role": "user",
+                                                               "content": prompt}]},
+                        kind="judge", task=TaskRef(index=task))
+
+
+class JudgeResponse:
+    def __init__(self, text: str, parsed: Any = None) -> None:
+        self.text, self.parsed = text, parsed
+
+
+class Judge:
+    """The shape `vfcheck._model.judge_parse` looks for: `complete(self, ..., parse=)`."""
+
+    def parse(self, response: JudgeResponse) -> Any:
+        return response.text
+
+    def complete(self, prompt: str, kind: str, parse: Any = None) -> Reply:
+        return render_verdict(Reply.verdict(kind), request(prompt, task=7))
+
+
+class JsonJudge(Judge):
+    def parse(self, response: JudgeResponse) -> Any:
+        match = re.search(r"\{.*\}", response.text)
+        if match is None:
+            raise ValueError(f"no JSON object: {response.text!r}")
+        return json.loads(match.group(0))
+
+
+class NumberJudge(Judge):
+    def parse(self, response: JudgeResponse) -> Any:
+        return int(response.text.strip())
+
+
+class ProtocolJudge(Judge):
+    def parse(self, response: JudgeResponse) -> Any:
+        if response.text not in ("VERDICT::ACCEPT", "VERDICT::DENY"):
+            raise ValueError(response.text)
+        return response.text
+
+
+def judge_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """verifiers' judge module as far as the parser probe reads it (names only). Set in the
+    test's body: the tier's guard hides `verifiers.*` modules from a test's call phase."""
+    module = types.ModuleType("verifiers.v1.judge")
+    module.Judge = Judge  # type: ignore[attr-defined]
+    module.JudgeResponse = JudgeResponse  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "verifiers.v1.judge", module)
+
+
+def test_no_judge_on_the_stack_sends_the_first_format_unchecked() -> None:
+    assert calling_judge() is None
+    sent = render_verdict(Reply.verdict("positive"), request(TAGS))
+    assert sent.content == "<score>10</score>"
+    assert label_source(request(TAGS), sent).startswith("a score in <score> tags, 1 to 10")
+
+
+def test_the_judges_own_parser_picks_the_format_it_reads_and_tells_apart(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    judge_module(monkeypatch)
+    prompt = "faithful is true or false.\n" + SUMMARIZE  # labels, then the JSON example
+    judge = JsonJudge()
+    assert calling_judge() is None
+    positive = judge.complete(prompt, "positive", parse=judge.parse)
+    negative = judge.complete(prompt, "negative", parse=judge.parse)
+    assert json.loads(positive.content or "") == {"faithful": True, "covered": 3}
+    assert json.loads(negative.content or "") == {"faithful": False, "covered": 0}
+    assert positive.unreadable is None and unreadable_judge(7) is None
+    garbage = judge.complete(SUMMARIZE, "garbage", parse=judge.parse)
+    with pytest.raises(ValueError, match="no JSON object"):
+        judge.parse(JudgeResponse(garbage.content or ""))
+    numbers = NumberJudge()  # refuses the tags the prompt names first: the bare scale next
+    sent = numbers.complete(TAGS, "positive", parse=numbers.parse)
+    assert sent.content == "10" and sent.labels == ("10", "1")
+
+
+def test_a_judge_that_reads_no_format_found_is_marked_unreadable_naming_what_was_tried(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    judge_module(monkeypatch)
+    judge = ProtocolJudge()
+    prompt = "Assess the response by the house protocol.\n\nResponse: hi"
+    sent = judge.complete(prompt, "positive", parse=judge.parse)
+    assert sent.labels is None and sent.content != "yes"
+    why = sent.unreadable or ""
+    assert "ProtocolJudge" in why and "test_verdict_formats.py:" in why
+    assert "'Assess the response by the house protocol.'" in why and "yes/no" in why
+    assert unreadable_judge(7) == why
