@@ -161,9 +161,20 @@ def load_env(
     return env, tiers
 
 
-def load_tasks(env: Any, num_tasks: int | None) -> list[Any]:
-    """The env's tasks in `load()` order; an infinite taskset needs `num_tasks`."""
+def load_tasks(env: Any, num_tasks: int | None, *, infinite_sample: int | None = None
+               ) -> list[Any]:
+    """The env's tasks in `load()` order. An infinite taskset needs `num_tasks`, or
+    `infinite_sample`: how many of its first tasks a check run takes (its `--sample`)."""
+    if num_tasks is None and infinite_sample is not None and is_infinite(env):
+        num_tasks = infinite_sample
     return [with_index(task, i) for i, task in enumerate(_iterate(env, num_tasks))]
+
+
+def is_infinite(env: Any) -> bool:
+    """Whether the env's taskset yields tasks forever (`Taskset.bounded` is 0.4's; older
+    tasksets only say INFINITE)."""
+    taskset = env.taskset
+    return not getattr(taskset, "bounded", not getattr(taskset, "INFINITE", False))
 
 
 def with_index(task: Any, position: int) -> Any:
@@ -179,9 +190,7 @@ def _iterate(env: Any, num_tasks: int | None) -> list[Any]:
     taskset = env.taskset
     if num_tasks is not None:
         return list(itertools.islice(iter(taskset), num_tasks))
-    # `Taskset.bounded` is 0.4's; older tasksets only say INFINITE
-    bounded = getattr(taskset, "bounded", not getattr(taskset, "INFINITE", False))
-    if not bounded:
+    if is_infinite(env):
         raise EnvLoadError(
             f"env {env.config.env_id!r}: {type(env.taskset).__name__} is infinite "
             "(INFINITE = True); bound it with -n N / --vf-num-tasks N"

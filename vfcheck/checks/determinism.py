@@ -36,7 +36,7 @@ def print_hashes(spec: dict[str, Any]) -> None:
     with no_network([]):
         env, _ = load_env(spec["env_id"], options.get("env_args") or {},
                           harness=options.get("harness"))
-        tasks = load_tasks(env, options.get("num_tasks"))
+        tasks = load_tasks(env, options.get("num_tasks"), infinite_sample=options.get("sample"))
     print(json.dumps(task_hashes(tasks)))
 
 

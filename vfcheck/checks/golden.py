@@ -89,7 +89,10 @@ async def golden_unused(ctx: CheckContext, _: Any) -> Finding:
     if ctx.num_tasks is not None:
         return ctx.finding("golden.unused", None, "skipped",
                            f"cannot tell which golden files in {folder} are unused: "
-                           f"-n {ctx.num_tasks} limits the tasks loaded")
+                           f"-n {ctx.num_tasks} limits the tasks loaded"
+                           if ctx.options.num_tasks is not None else
+                           f"the taskset is infinite and vfcheck loaded its first "
+                           f"{ctx.num_tasks}")
     unused = book.unused([identity for identity, _ in ctx.identities.values()])
     names = [shown_path(p) for p in unused]
     if not unused:
