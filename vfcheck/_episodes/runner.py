@@ -39,6 +39,7 @@ from vfcheck._episodes.offline import (
 )
 from vfcheck._episodes.recorder import STAGES, TraceLog, TraceRecorder, stage_times
 from vfcheck._episodes.tiers import HarnessTier, RoleTier, role_tiers
+from vfcheck._host.tool_servers import DeadToolServer, until_dead_server
 from vfcheck._model import (
     DEFAULT_BASE_URL,
     DEFAULT_MODEL_ID,
@@ -71,6 +72,9 @@ class EpisodeResult:
     runner_error: str | None = None
     unfinished: bool = False
     """The runner's deadline ended the episode: its traces stop wherever it hung."""
+    dead_tool_server: DeadToolServer | None = None
+    """A tool server of the episode exited before it served: the runner ended the episode
+    then (`vfcheck._host.tool_servers`)."""
     duration: float = 0.0
     scope: EpisodeRef | None = None
     """The play's `episode_scope` (its task, the trace ids minted): the scripted model's
@@ -310,9 +314,11 @@ class EnvRunner:
         hooks = {} if episode_hooks_missing() else {"on_trace": recorder.on_trace}
         try:
             with episode_scope(scope):
-                result.episode = await asyncio.wait_for(
-                    self.env.run_slot(slot, self.ctx, **hooks), timeout
-                )
+                result.episode, result.dead_tool_server = await until_dead_server(
+                    asyncio.wait_for(self.env.run_slot(slot, self.ctx, **hooks), timeout))
+            if result.dead_tool_server is not None:
+                result.runner_error = f"{result.dead_tool_server.message()}, so vfcheck " \
+                    "ended the episode"
         except TimeoutError:
             result.unfinished = True
             result.runner_error = (f"episode exceeded the runner's {timeout:g}s deadline"

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from vfcheck._host.processes import is_subreaper, start_time
+from vfcheck._host.tool_servers import PORT_FILE_VAR, watch
 from vfcheck._host.warm_plan import WarmRequest, plan
 from vfcheck._host.zygote import TITLE_ROOM
 
@@ -49,8 +50,6 @@ loop (`vfcheck._isolation.watchdog.MIN_STALL`); past it, the start is cold."""
 SERVING_WAIT = 60.0
 """Seconds a warm tool server gets to write its port file and listen before the start returns
 anyway (verifiers' own polling then goes on as for a cold one)."""
-PORT_FILE_VAR = "MCP_PORT_FILE"
-"""Where verifiers' tool server writes its port (`verifiers/v1/mcp/launch.py`)."""
 
 
 class ZygoteGone(OSError):
@@ -224,6 +223,7 @@ class WarmStarts:
                     decision = self.why_cold
                 else:
                     self.adopted(proc.pid, [program, *args], decision)
+                    watch(proc, [program, *args], kwds)
                     if port_file := decision.env.get(PORT_FILE_VAR):
                         await until_serving(proc, Path(port_file))
                         self.add_seconds("warm", started)
@@ -233,6 +233,7 @@ class WarmStarts:
         self.counts["cold"] += 1
         self.reasons[str(decision)] += 1
         proc = await _ORIGINAL_EXEC(program, *args, **kwds)
+        watch(proc, [program, *args], kwds)
         env = kwds.get("env") or {}
         if isinstance(env, Mapping) and (port_file := env.get(PORT_FILE_VAR)):
             timing = asyncio.ensure_future(self.time_cold(proc, Path(port_file), started))
