@@ -226,7 +226,8 @@ class WarmStarts:
                     watch(proc, [program, *args], kwds)
                     if port_file := decision.env.get(PORT_FILE_VAR):
                         await until_serving(proc, Path(port_file))
-                        self.add_seconds("warm", started)
+                        if proc.returncode is None:  # one that exited never listened
+                            self.add_seconds("warm", started)
                     return proc
                 finally:
                     _PENDING.reset(holder)
