@@ -36,6 +36,17 @@ class DeadToolServer:
     exit_code: int | None
     log_tail: str
     """The end of what it wrote (stdout and stderr share the log)."""
+    toolset: str = ""
+    """The toolset's server name, from its log's name (`vf_tool_<name>.log`)."""
+
+    @property
+    def server(self) -> str:
+        """`the `calc` toolset's server `python -m vfc_x``."""
+        named = f"the `{self.toolset}` toolset's server" if self.toolset else "the tool server"
+        return f"{named} `python -m {self.module}`"
+
+    def short(self) -> str:
+        return f"{self.server} exited with code {self.exit_code} without serving"
 
     @property
     def last_line(self) -> str:
@@ -48,12 +59,12 @@ class DeadToolServer:
         said = (f"its last line: {self.last_line!r}" if self.last_line else "writing nothing")
         why = ("; likely cause: the module has no `if __name__ == \"__main__\":` that serves "
                "(`<YourToolset>.run()`)" if self.exit_code == 0 and not self.last_line else "")
-        return (f"the tool server `python -m {self.module}` exited with code "
+        return (f"{self.server} exited with code "
                 f"{self.exit_code} before it reported its port, {said}{why}; verifiers "
                 "would poll its port file for 180 s")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"module": self.module, "exit_code": self.exit_code,
+        return {"toolset": self.toolset, "module": self.module, "exit_code": self.exit_code,
                 "last_line": self.last_line}
 
 
@@ -130,7 +141,16 @@ async def _watch(proc: Any, port_file: Path, module: str, log: Path | None,
     with contextlib.suppress(OSError):  # written just before it exited
         if port_file.read_text().strip().isdigit():
             return
-    on_dead(DeadToolServer(module, proc.returncode, _tail(log)))
+    on_dead(DeadToolServer(module, proc.returncode, _tail(log), toolset_of(log)))
+
+
+def toolset_of(log: Path | None) -> str:
+    """`calc` from `vf_tool_calc.log`, the subprocess runtime's log of the `calc` server
+    (`serve_in_runtime`); empty for another name."""
+    name = "" if log is None else log.name
+    if name.startswith("vf_tool_") and name.endswith(".log"):
+        return name[len("vf_tool_"):-len(".log")]
+    return ""
 
 
 def _tail(log: Path | None) -> str:

@@ -135,8 +135,7 @@ def dead_server_block(results: Sequence[Any], index: int) -> str | None:
     before it served (`vfcheck._host.tool_servers`): `episode` reports it."""
     for result in results:
         if (dead := getattr(result, "dead_tool_server", None)) is not None:
-            return (f"blocked — a tool server of the task never served ({dead.message()}); "
-                    f"see episode[{index}]")
+            return f"blocked — {dead.short()}; see episode[{index}]"
     return None
 
 
@@ -201,7 +200,8 @@ class EpisodeLab:
         if dead is None:
             return None
         return EpisodeResult(task=task_info(task), rollout=0, episode=None,
-                             runner_error=f"not played: {dead.message()}",
+                             runner_error=f"not played: {dead.short()} (see "
+                                          f"episode[{task.data.idx}])",
                              dead_tool_server=dead)
 
     def slot(self) -> contextlib.AbstractAsyncContextManager[None]:
