@@ -63,10 +63,6 @@ class DeadToolServer:
                 f"{self.exit_code} before it reported its port, {said}{why}; verifiers "
                 "would poll its port file for 180 s")
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"toolset": self.toolset, "module": self.module, "exit_code": self.exit_code,
-                "last_line": self.last_line}
-
 
 ON_DEAD: contextvars.ContextVar[Callable[[DeadToolServer], None] | None] = \
     contextvars.ContextVar("vfcheck_on_dead_tool_server", default=None)
