@@ -66,6 +66,34 @@ def test_run_of_an_infinite_taskset_without_n(fixtures_dir: Path, tmp_path: Path
     assert "is infinite" in done.stderr and "-n N" in done.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("sample", [None, "2"])
+def test_check_of_an_infinite_taskset_without_n_takes_the_sample(
+    fixtures_dir: Path, checked: CheckCache, sample: str | None
+) -> None:
+    """As the episode families do: the first `--sample` tasks (3 by default), said in the
+    `load` finding, the env's section and the JSON report; the fresh load of
+    `determinism.load` takes the same bound."""
+    extra = [] if sample is None else ["--sample", sample]
+    run = checked.check("vfc-infinite", "--path", str(fixtures_dir), "--checks",
+                        "load,episode,determinism", *extra)
+    env = run.envs["vfc-infinite"]
+    loaded = 3 if sample is None else 2
+    findings = {(f["check"], (f["task"] or {}).get("index")): f for f in env["findings"]}
+    outcomes = {unit: f["outcome"] for unit, f in findings.items()}
+    assert set(outcomes.values()) == {"passed"}, run.stdout[-3000:]
+    assert {("load", None), ("determinism.load", None),
+            *[("episode", i) for i in range(loaded)]} <= set(outcomes)
+    assert ("episode", loaded) not in outcomes
+    assert (f"VfcInfiniteTaskset is infinite (INFINITE = True), so vfcheck loaded its first "
+            f"{loaded}, the sample") in findings[("load", None)]["message"]
+    assert len(env["tasks"]) == loaded
+    assert env["infinite_taskset"] == {"taskset": "VfcInfiniteTaskset", "loaded": loaded}
+    assert (f"vfc-infinite tasks: the first {loaded} of VfcInfiniteTaskset, an infinite "
+            "taskset") in run.stdout
+    assert run.returncode == 0, run.stdout[-3000:]
+
+
 @pytest.fixture
 def mock_server(tmp_path: Path) -> Iterator[str]:
     proc = subprocess.Popen(

@@ -40,6 +40,7 @@ from vfcheck._episodes.offline import (
 from vfcheck._episodes.recorder import STAGES, TraceLog, TraceRecorder, stage_times
 from vfcheck._episodes.runtime_fit import stand_in
 from vfcheck._episodes.tiers import HarnessTier, RoleTier, role_tiers
+from vfcheck._host.tool_servers import DeadToolServer, until_dead_server
 from vfcheck._model import (
     DEFAULT_BASE_URL,
     DEFAULT_MODEL_ID,
@@ -72,6 +73,9 @@ class EpisodeResult:
     runner_error: str | None = None
     unfinished: bool = False
     """The runner's deadline ended the episode: its traces stop wherever it hung."""
+    dead_tool_server: DeadToolServer | None = None
+    """A tool server of the episode exited before it served: the runner ended the episode
+    then (`vfcheck._host.tool_servers`)."""
     duration: float = 0.0
     scope: EpisodeRef | None = None
     """The play's `episode_scope` (its task, the trace ids minted): the scripted model's
@@ -162,9 +166,20 @@ def load_env(
     return env, tiers
 
 
-def load_tasks(env: Any, num_tasks: int | None) -> list[Any]:
-    """The env's tasks in `load()` order; an infinite taskset needs `num_tasks`."""
+def load_tasks(env: Any, num_tasks: int | None, *, infinite_sample: int | None = None
+               ) -> list[Any]:
+    """The env's tasks in `load()` order. An infinite taskset needs `num_tasks`, or
+    `infinite_sample`: how many of its first tasks a check run takes (its `--sample`)."""
+    if num_tasks is None and infinite_sample is not None and is_infinite(env):
+        num_tasks = infinite_sample
     return [with_index(task, i) for i, task in enumerate(_iterate(env, num_tasks))]
+
+
+def is_infinite(env: Any) -> bool:
+    """Whether the env's taskset yields tasks forever (`Taskset.bounded` is 0.4's; older
+    tasksets only say INFINITE)."""
+    taskset = env.taskset
+    return not getattr(taskset, "bounded", not getattr(taskset, "INFINITE", False))
 
 
 def with_index(task: Any, position: int) -> Any:
@@ -180,9 +195,7 @@ def _iterate(env: Any, num_tasks: int | None) -> list[Any]:
     taskset = env.taskset
     if num_tasks is not None:
         return list(itertools.islice(iter(taskset), num_tasks))
-    # `Taskset.bounded` is 0.4's; older tasksets only say INFINITE
-    bounded = getattr(taskset, "bounded", not getattr(taskset, "INFINITE", False))
-    if not bounded:
+    if is_infinite(env):
         raise EnvLoadError(
             f"env {env.config.env_id!r}: {type(env.taskset).__name__} is infinite "
             "(INFINITE = True); bound it with -n N / --vf-num-tasks N"
@@ -302,9 +315,11 @@ class EnvRunner:
         hooks = {} if episode_hooks_missing() else {"on_trace": recorder.on_trace}
         try:
             with episode_scope(scope):
-                result.episode = await asyncio.wait_for(
-                    self.env.run_slot(slot, self.ctx, **hooks), timeout
-                )
+                result.episode, result.dead_tool_server = await until_dead_server(
+                    asyncio.wait_for(self.env.run_slot(slot, self.ctx, **hooks), timeout))
+            if result.dead_tool_server is not None:
+                result.runner_error = f"{result.dead_tool_server.message()}, so vfcheck " \
+                    "ended the episode"
         except TimeoutError:
             result.unfinished = True
             result.runner_error = (f"episode exceeded the runner's {timeout:g}s deadline"

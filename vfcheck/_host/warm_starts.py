@@ -38,6 +38,7 @@ from typing import Any
 
 from vfcheck._host.port_files import PORT_FILES
 from vfcheck._host.processes import is_subreaper, start_time
+from vfcheck._host.tool_servers import PORT_FILE_VAR, watch
 from vfcheck._host.warm_plan import WarmRequest, plan
 from vfcheck._host.zygote import TITLE_ROOM
 
@@ -50,8 +51,6 @@ loop (`vfcheck._isolation.watchdog.MIN_STALL`); past it, the start is cold."""
 SERVING_WAIT = 60.0
 """Seconds a warm tool server gets to write its port file and listen before the start returns
 anyway (verifiers' own polling then goes on as for a cold one)."""
-PORT_FILE_VAR = "MCP_PORT_FILE"
-"""Where verifiers' tool server writes its port (`verifiers/v1/mcp/launch.py`)."""
 
 
 class ZygoteGone(OSError):
@@ -228,15 +227,18 @@ class WarmStarts:
                     decision = self.why_cold
                 else:
                     self.adopted(proc.pid, [program, *args], decision)
+                    watch(proc, [program, *args], kwds)
                     if port_file := decision.env.get(PORT_FILE_VAR):
                         await until_serving(proc, Path(port_file))
-                        self.add_seconds("warm", started)
+                        if proc.returncode is None:  # one that exited never listened
+                            self.add_seconds("warm", started)
                     return proc
                 finally:
                     _PENDING.reset(holder)
         self.counts["cold"] += 1
         self.reasons[str(decision)] += 1
         proc = await _ORIGINAL_EXEC(program, *args, **kwds)
+        watch(proc, [program, *args], kwds)
         env = kwds.get("env") or {}
         if isinstance(env, Mapping) and (port_file := env.get(PORT_FILE_VAR)):
             timing = asyncio.ensure_future(self.time_cold(proc, Path(port_file), started))

@@ -54,8 +54,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("paths", "path", "folder holding env modules, put on sys.path and PYTHONPATH",
            default=[], key="paths", cli=("--path",), pytest="--vf-path",
            commands=("check", "run", "record", "wheels"), metavar="DIR", repeat=True, path="dir"),
-    Option("num_tasks", "int", "tasks to load", shown_default="all (an infinite taskset "
-           "needs it)", key="num_tasks", cli=("-n", "--num-tasks"), pytest="--vf-num-tasks",
+    Option("num_tasks", "int", "tasks to load", shown_default="all (of an infinite taskset: "
+           "the sample)", key="num_tasks", cli=("-n", "--num-tasks"), pytest="--vf-num-tasks",
            commands=("check", "run", "record"), metavar="N", minimum=1),
     Option("families", "list", "check families to run, comma-separated (exact names; load "
            "always runs)", shown_default="all", key="checks", key_aliases=("families",),

@@ -130,6 +130,15 @@ def unfinished_plays(results: Sequence[Any], index: int) -> str | None:
     return None
 
 
+def dead_server_block(results: Sequence[Any], index: int) -> str | None:
+    """Why an episode check has nothing to judge when a tool server of the task exited
+    before it served (`vfcheck._host.tool_servers`): `episode` reports it."""
+    for result in results:
+        if (dead := getattr(result, "dead_tool_server", None)) is not None:
+            return f"blocked — {dead.short()}; see episode[{index}]"
+    return None
+
+
 def blocked_before_model(result: Any) -> str | None:
     """Why an episode never reached the model, when env code failed first (a `@vf.stop`
     returning a non-bool): the preview scenarios then have nothing to judge, and `episode`
@@ -161,6 +170,9 @@ class EpisodeLab:
         self._second_plays: dict[int, asyncio.Future[Any]] = {}
         self.goldens: GoldenPlan | None = None
         self._gate = asyncio.Semaphore(at_once)
+        self.dead_servers: dict[int, Any] = {}
+        """Per task, a tool server of its that exited unserved (`DeadToolServer`): its later
+        plays are not played (each would start the same server)."""
 
     async def play(self, task: Any, policy: Callable[[Any], Any] | None = None,
                    runner: Any = None) -> Any:
@@ -169,8 +181,28 @@ class EpisodeLab:
                 self.router.assigned[trace.id] = policy
 
         runner = runner or self.runner
+        index = task.data.idx
+        if (blocked := self.not_served(task)) is not None:
+            return blocked
         async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared()):
-            return noted(await runner.play(task, timeout=self.timeout, on_trace=assign))
+            if (blocked := self.not_served(task)) is not None:
+                return blocked
+            result = noted(await runner.play(task, timeout=self.timeout, on_trace=assign))
+        if result.dead_tool_server is not None:
+            self.dead_servers.setdefault(index, result.dead_tool_server)
+        return result
+
+    def not_served(self, task: Any) -> Any:
+        """An unplayed `EpisodeResult` of `task` when one of its tool servers died unserved."""
+        from vfcheck._episodes.runner import EpisodeResult, task_info
+
+        dead = self.dead_servers.get(task.data.idx)
+        if dead is None:
+            return None
+        return EpisodeResult(task=task_info(task), rollout=0, episode=None,
+                             runner_error=f"not played: {dead.short()} (see "
+                                          f"episode[{task.data.idx}])",
+                             dead_tool_server=dead)
 
     def slot(self) -> contextlib.AbstractAsyncContextManager[None]:
         """One of the lab's episode slots, for an episode played by other means (through an
@@ -236,6 +268,8 @@ class EpisodeLab:
         from vfcheck._model import Reply
 
         hang = agent_fault(Reply.fault("hang"))
+        if self.not_served(task) is not None:
+            return [], False
 
         def assign(trace: Any) -> None:
             self.router.assigned[trace.id] = hang
@@ -243,7 +277,7 @@ class EpisodeLab:
         async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared()):
             traces, seen = await play_cancelled(self.runner, task, assign, wait=self.timeout,
                                                 settle=CANCEL_SETTLE)
-        if not seen:
+        if not seen and task.data.idx not in self.dead_servers:
             deadline_hit(f"no model request within the {self.timeout:g}s deadline")
         return traces, seen
 

@@ -13,7 +13,12 @@ from typing import Any
 from vfcheck._host.processes import WORKER_HASH_SEED
 from vfcheck._shared.findings import Finding
 from vfcheck.checks._context import CheckContext
-from vfcheck.checks._lab import episode_lab, normalized_views, unfinished_plays
+from vfcheck.checks._lab import (
+    dead_server_block,
+    episode_lab,
+    normalized_views,
+    unfinished_plays,
+)
 from vfcheck.checks._registry import check, family, spec_of, worker_mode
 from vfcheck.checks.load import LOAD_TIMEOUT, no_network, task_hashes
 
@@ -36,7 +41,7 @@ def print_hashes(spec: dict[str, Any]) -> None:
     with no_network([]):
         env, _ = load_env(spec["env_id"], options.get("env_args") or {},
                           harness=options.get("harness"))
-        tasks = load_tasks(env, options.get("num_tasks"))
+        tasks = load_tasks(env, options.get("num_tasks"), infinite_sample=options.get("sample"))
     print(json.dumps(task_hashes(tasks)))
 
 
@@ -125,6 +130,8 @@ async def replay(ctx: CheckContext, task: Any) -> Finding:
     from vfcheck._traces.normalize import trace_diff
 
     plays = await (await episode_lab(ctx)).both_plays(task)
+    if (dead := dead_server_block(plays, task.data.idx)) is not None:
+        return ctx.finding("determinism.replay", task, "skipped", dead)
     if (blocked := unfinished_plays(plays, task.data.idx)) is not None:
         return ctx.finding("determinism.replay", task, "failed", blocked)
     a, b = (normalized_views(r) for r in plays)

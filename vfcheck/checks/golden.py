@@ -6,7 +6,12 @@ from typing import Any
 
 from vfcheck._shared.findings import Finding
 from vfcheck.checks._context import CheckContext, task_id
-from vfcheck.checks._lab import episode_lab, normalized_views, unfinished_plays
+from vfcheck.checks._lab import (
+    dead_server_block,
+    episode_lab,
+    normalized_views,
+    unfinished_plays,
+)
 from vfcheck.checks._registry import check, family, spec_of
 
 family("golden", order=100, summary="the normalised trace matches the committed golden trace, "
@@ -42,6 +47,9 @@ async def golden(ctx: CheckContext, task: Any) -> Finding:
                         f"tasks {task.data.idx} and {clash[0]} map to the same golden file "
                         f"{path.name}; give the tasks distinct keys or data.id")
     first, second = await lab.both_plays(task)
+    if (dead := dead_server_block([first, second], task.data.idx)) is not None:
+        return ctx.finding("golden", task, "skipped", dead,
+                           golden={"action": "blocked", "path": str(path)})
     if (blocked := unfinished_plays([first, second], task.data.idx)) is not None:  # nor recorded
         return ctx.finding("golden", task, "failed", blocked,
                            golden={"action": "blocked", "path": str(path)})
@@ -89,7 +97,10 @@ async def golden_unused(ctx: CheckContext, _: Any) -> Finding:
     if ctx.num_tasks is not None:
         return ctx.finding("golden.unused", None, "skipped",
                            f"cannot tell which golden files in {folder} are unused: "
-                           f"-n {ctx.num_tasks} limits the tasks loaded")
+                           f"-n {ctx.num_tasks} limits the tasks loaded"
+                           if ctx.options.num_tasks is not None else
+                           f"the taskset is infinite and vfcheck loaded its first "
+                           f"{ctx.num_tasks}")
     unused = book.unused([identity for identity, _ in ctx.identities.values()])
     names = [shown_path(p) for p in unused]
     if not unused:

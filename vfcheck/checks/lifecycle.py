@@ -29,7 +29,7 @@ from typing import Any
 from vfcheck._episodes.recorder import STAGES, NotifyEvent, stage_times
 from vfcheck._shared.findings import Finding, Outcome
 from vfcheck.checks._context import CheckContext
-from vfcheck.checks._lab import episode_lab
+from vfcheck.checks._lab import dead_server_block, episode_lab
 from vfcheck.checks._registry import check, family
 
 family("lifecycle", order=70, summary="the notify log follows boot → setup → agent → finalize → "
@@ -353,7 +353,10 @@ def _preview(log: _Log, trace: Any) -> Iterator[Violation]:
     why="dashboards, trainers and resume read traces through these notifies",
 )
 async def lifecycle(ctx: CheckContext, task: Any) -> Finding:
-    return lifecycle_finding(ctx, task, await (await episode_lab(ctx)).first_play(task))
+    result = await (await episode_lab(ctx)).first_play(task)
+    if (blocked := dead_server_block([result], task.data.idx)) is not None:
+        return ctx.finding("lifecycle", task, "skipped", blocked)
+    return lifecycle_finding(ctx, task, result)
 
 
 def lifecycle_finding(ctx: CheckContext, task: Any, result: Any) -> Finding:

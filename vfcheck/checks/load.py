@@ -96,16 +96,20 @@ def task_hashes(tasks: list[Any]) -> list[str]:
 async def load(ctx: CheckContext, _: Any) -> Finding:
     """Load the env, its tasks and role tiers into `ctx` (only when the finding passes)."""
     from vfcheck._episodes.load_errors import EnvArgError, EnvLoadError, env_site
-    from vfcheck._episodes.runner import load_env, load_tasks
+    from vfcheck._episodes.runner import is_infinite, load_env, load_tasks
 
     attempts: list[str] = []
+    infinite: list[str] = []  # the taskset's class name, when it yields tasks forever
 
     def load_all() -> tuple[Any, list[Any], list[Any]]:
         try:
             with no_network(attempts):
                 env, tiers = load_env(ctx.env_id, ctx.env_args, harness=ctx.harness,
                                       script_tools=ctx.script_tools)
-                return env, tiers, load_tasks(env, ctx.num_tasks)
+                if ctx.num_tasks is None and is_infinite(env):
+                    infinite.append(type(env.taskset).__name__)
+                return env, tiers, load_tasks(env, ctx.num_tasks,
+                                              infinite_sample=ctx.options.sample)
         except Exception:
             raise
         except BaseException as e:  # sys.exit() at import is the env's finding
@@ -144,6 +148,9 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
                             f"env {ctx.env_id!r}: {message}. Contract: {contract}.",
                             network=attempts, traceback=traceback.format_exc())
     finding = check_keys(ctx.env_id, tasks)
+    if finding.outcome == "passed" and infinite:
+        finding = infinite_sampled(finding, infinite[0], len(tasks))
+        ctx.num_tasks = len(tasks)  # the rest of the run sees the bound it took
     if finding.outcome == "passed" and (stray := script_strays(ctx, tasks)):
         return load_finding(
             ctx.env_id, "error",
@@ -154,6 +161,16 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
     if finding.outcome == "passed":
         ctx.env, ctx.tiers, ctx.tasks = env, tiers, tasks
     return finding
+
+
+def infinite_sampled(finding: Finding, taskset: str, loaded: int) -> Finding:
+    """The passing `load` finding of an infinite taskset that no `-n` bounds: vfcheck took
+    its first `--sample` tasks, the ones the episode families play, and says so."""
+    return load_finding(
+        "", "passed",
+        f"{finding.message}: {taskset} is infinite (INFINITE = True), so vfcheck loaded its "
+        f"first {loaded}, the sample (--sample K takes more, -n N bounds the load)",
+        **finding.details, infinite={"taskset": taskset, "loaded": loaded})
 
 
 def script_strays(ctx: CheckContext, tasks: list[Any]) -> str:

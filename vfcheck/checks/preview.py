@@ -7,7 +7,7 @@ from typing import Any
 
 from vfcheck._shared.findings import Finding
 from vfcheck.checks._context import CheckContext
-from vfcheck.checks._lab import agent_fault, blocked_before_model, episode_lab
+from vfcheck.checks._lab import agent_fault, blocked_before_model, dead_server_block, episode_lab
 from vfcheck.checks._registry import check, family
 
 family("preview", order=80, summary="after a 500, a hang or a cancel, no stale preview is left on "
@@ -36,6 +36,8 @@ async def preview(ctx: CheckContext, task: Any) -> Finding:
         lab.play_hang(task),
         lab.cancel_mid_request(task),
     )
+    if (blocked := dead_server_block([failed, hung], task.data.idx)) is not None:
+        return ctx.finding("preview", task, "skipped", blocked)
     if (blocked := blocked_before_model(failed)) is not None:
         return ctx.finding("preview", task, "skipped",
                         f"blocked — {blocked}, so no request was left to preview (see "

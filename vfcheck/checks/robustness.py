@@ -8,7 +8,13 @@ from typing import Any
 
 from vfcheck._shared.findings import Finding
 from vfcheck.checks._context import CheckContext
-from vfcheck.checks._lab import agent_fault, env_code_errors, episode_lab, non_finite
+from vfcheck.checks._lab import (
+    agent_fault,
+    dead_server_block,
+    env_code_errors,
+    episode_lab,
+    non_finite,
+)
 from vfcheck.checks._registry import check, family
 
 family("robustness", order=90, summary="empty, huge, malformed and cut replies never crash env "
@@ -46,6 +52,8 @@ async def robustness(ctx: CheckContext, task: Any) -> Finding:
     }
     names = list(faults)
     results = await asyncio.gather(*(lab.play_fault(task, faults[n]) for n in names))
+    if (blocked := dead_server_block(results, task.data.idx)) is not None:
+        return ctx.finding("robustness", task, "skipped", blocked)
     problems: dict[str, list[str]] = {}  # what broke -> the faults it broke on
     observed: dict[str, Any] = {}
     for name, result in zip(names, results, strict=True):

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from vfcheck._host.attempts import deadline_hit
 from vfcheck._shared.findings import Finding, Outcome
 from vfcheck.checks._context import CheckContext
-from vfcheck.checks._lab import agent_fault, episode_lab, unfinished_plays
+from vfcheck.checks._lab import agent_fault, dead_server_block, episode_lab, unfinished_plays
 from vfcheck.checks._registry import check, family
 from vfcheck.checks._wire_changes import (
     ABSENT,
@@ -239,6 +239,8 @@ async def served_episode(ctx: CheckContext, task: Any) -> Finding:
         return ctx.finding("served.episode", task, "skipped", blocked)
     lab = await episode_lab(ctx)
     local, again = await lab.both_plays(task)  # shared with determinism.replay and golden
+    if (dead := dead_server_block([local, again], task.data.idx)) is not None:
+        return ctx.finding("served.episode", task, "skipped", dead)
     if (stopped := unfinished_plays([local, again], task.data.idx)) is not None:
         return ctx.finding("served.episode", task, "failed", stopped)
     play = await play_served(ctx, lab, served, task)
@@ -341,6 +343,9 @@ async def served_cancel(ctx: CheckContext, task: Any) -> Finding:
                            f"blocked — the env server refuses the taskset, so nothing was "
                            f"served to cancel (see served.data[{task.data.idx}])")
     lab = await episode_lab(ctx)
+    first = await lab.first_play(task)  # shared with episode: a tool server that never serves
+    if (dead := dead_server_block([first], task.data.idx)) is not None:  # would hang here
+        return ctx.finding("served.cancel", task, "skipped", dead)
     hang = agent_fault(Reply.fault("hang"))
     result = None
     for _ in range(PLAYS):
