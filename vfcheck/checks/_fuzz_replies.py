@@ -21,7 +21,8 @@ from vfcheck.checks._answer_formats import AnswerFormat
 TRICKY_CONTENT: tuple[str, ...] = (
     "", " ", "\n", "1,000", "1,000,000.5", "-0", "+7", "-3", "1e5", "1e309", "-2.5e-3",
     "NaN", "inf", "0x1F", "3/4", "\\frac{1}{2}", "\\sqrt{2}", "$42$", "\\$5", "x = 42",
-    "42 apples", "42%", "forty-two", "none", "٤٢", "４２", "²", "½", "{}", "\\text{yes}",
+    "42 apples", "42%", "forty-two", "none", "{}", "\\text{yes}",
+    "\u0664\u0662", "\uff14\uff12", "\u00b2", "\u00bd",  # Arabic-Indic, fullwidth, ², ½
 )
 """Contents a careless parser trips over (each is one draw; hypothesis also builds more)."""
 CONTENT_ALPHABET = "0123456789-+.,eE $%\\{}()/ x="

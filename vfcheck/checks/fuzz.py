@@ -11,7 +11,9 @@ reply (vfc-json-contract), not a crash; `robustness` reports those.
 
 hypothesis runs in a thread (its search is synchronous) and plays each example on the
 check's event loop; seeded from the run's seed and the task, no example database, so the
-same seed gives the same verdict. `--fuzz-examples` bounds the search, and shrinking stops
+same seed gives the same verdict. What hypothesis caches (its unicode tables, the constants
+it collects from the env's modules) goes under the project's `.vfcheck/hypothesis`, never
+the working directory. `--fuzz-examples` bounds the search, and shrinking stops
 after `SHRINK_FACTOR` times as many plays.
 """
 
@@ -22,6 +24,7 @@ import math
 import re
 import threading
 import zlib
+from pathlib import Path
 from typing import Any
 
 from vfcheck._shared.findings import Finding
@@ -74,6 +77,7 @@ async def fuzz(ctx: CheckContext, task: Any) -> Finding:
     reference = lab.reference(task)
     answer = reference.answer if reference is not None and not reference.scripted else None
     budget = max(1, ctx.options.fuzz_examples // len(formats))
+    home = Path(ctx.options.project_dir or Path.cwd()) / ".vfcheck" / "hypothesis"
     loop = asyncio.get_running_loop()
     stop = threading.Event()
     raised: list[BaseException] = []  # what a play raised (a deadline): raised here again
@@ -84,7 +88,7 @@ async def fuzz(ctx: CheckContext, task: Any) -> Finding:
         for fmt in formats:
             try:
                 found = await asyncio.to_thread(
-                    _search, fmt, answer, budget, _seed(ctx.seed, task.data.idx),
+                    _search, fmt, answer, budget, _seed(ctx.seed, task.data.idx), home,
                     lambda reply: _play_from_thread(loop, lab, task, reply, played, stop,
                                                     raised), stop)
             except _Stopped:
@@ -97,9 +101,10 @@ async def fuzz(ctx: CheckContext, task: Any) -> Finding:
                 break
     finally:
         stop.set()
+    refused = sum(1 for r in played.values() if refusal(r))
     details: dict[str, Any] = {
         "formats": [f.describe() for f in formats], "examples": tried,
-        "budget": ctx.options.fuzz_examples}
+        "budget": ctx.options.fuzz_examples, "refused": refused}
     if broken:
         reply, fmt, what = broken[0]
         details |= {"reply": reply, "format": fmt.describe(),
@@ -107,20 +112,25 @@ async def fuzz(ctx: CheckContext, task: Any) -> Finding:
                     "result": played[reply].as_dict()}
         return ctx.finding(
             "fuzz", task, "failed",
-            f"{what}, on the reply {short(reply, 120)!r} ({fmt.describe()}; the smallest of "
-            f"{tried} replies hypothesis played; replay: `vfcheck run {ctx.env_id} --script "
-            f"FILE` with FILE holding details.replay_script)", **details)
+            f"{what}, on the reply {quoted(short(reply, 120))} ({fmt.describe()}; the "
+            f"smallest failing reply of {tried} hypothesis played; replay: `vfcheck run "
+            f"{ctx.env_id} --script FILE`, FILE holding details.replay_script)", **details)
+    refusals = (f", {refused} of them refused by a `raise` of its own (its contract; "
+                "robustness reports those)" if refused else "")
     return ctx.finding("fuzz", task, "passed",
                        f"env code survived {tried} replies "
-                       f"{' and '.join(f.describe() for f in formats)}", **details)
+                       f"{' and '.join(f.describe() for f in formats)}{refusals}", **details)
 
 
-def _search(fmt: AnswerFormat, answer: str | None, budget: int, seed: int,
+def _search(fmt: AnswerFormat, answer: str | None, budget: int, seed: int, home: Path,
             play: Any, stop: threading.Event) -> tuple[int, str | None, str]:
     """hypothesis' search over `fmt`'s replies, `play` scoring each: (plays, the smallest
     reply that broke env code or None, what broke)."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import seed as seeded
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    set_hypothesis_home_dir(home)
 
     from vfcheck.checks._fuzz_replies import replies
 
@@ -184,6 +194,17 @@ def broke(result: ProbeResult) -> str | None:
         if value is not None and not math.isfinite(value):
             return f"reward {name}={num(value)} is not finite"
     return None
+
+
+def refusal(result: ProbeResult) -> bool:
+    """Whether env code refused the reply with a `raise` of its own (and nothing else)."""
+    return any(DELIBERATE.search(e) for e in result.errors) and broke(result) is None
+
+
+def quoted(text: str) -> str:
+    """`text` in quotes as written (`'\\boxed{}'` reads as the reply did), repr where it
+    holds what a line cannot show (a newline, a control character)."""
+    return f"'{text}'" if text.isprintable() and "'" not in text else repr(text)
 
 
 def replay_script(index: int, reply: str) -> str:
