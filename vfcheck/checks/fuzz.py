@@ -35,7 +35,7 @@ from vfcheck.checks._probe_results import Probe, ProbeResult, fixed_reply, num, 
 from vfcheck.checks._registry import check, family
 from vfcheck.checks._trivial_probes import prompt_text, system_text
 
-family("fuzz", order=95, summary="replies in the task's own answer format, searched and "
+family("fuzz", order=92, summary="replies in the task's own answer format, searched and "
        "shrunk by hypothesis, never crash env code.")
 
 MAX_FUZZED_FORMATS = 2
