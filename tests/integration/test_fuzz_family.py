@@ -6,6 +6,7 @@ verdict; hypothesis writes nothing into the working directory."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,13 @@ def test_the_replay_script_reproduces_the_crash(broken_run: CheckRun, tmp_path: 
     script.write_text(finding["details"]["replay_script"])
     done = vfcheck("run", "vfc-broken-fuzz-boxed", "--path", str(FIXTURES), "--script",
                    str(script), cwd=tmp_path)
-    assert "could not convert" in done.stdout + done.stderr, done.stdout[-2000:]
+    episodes = tmp_path / "vfcheck-runs" / "vfc-broken-fuzz-boxed" / "episodes.jsonl"
+    assert episodes.exists(), done.stdout[-2000:] + done.stderr[-2000:]
+    lines = [json.loads(line) for line in episodes.read_text().splitlines() if line.strip()]
+    index = finding["task"]["index"]
+    crashed = [line["task"]["index"] for line in lines
+               if "could not convert string to float" in " ".join(line["errors"])]
+    assert crashed == [index], "the scripted task replays the crash, and only it"
 
 
 @pytest.mark.slow
