@@ -34,6 +34,7 @@ SAMPLES: dict[str, list[str]] = {
     "cold_starts": [],
     "wheels": ["wheelhouse"],
     "reward_max": ["2"],
+    "fuzz_examples": ["5"],
 }
 """A value other than the default for every option a replay line repeats (a flag: none)."""
 
