@@ -115,7 +115,10 @@ def test_api_hooks_and_the_eval_contract_hold(raw: list[Finding]) -> None:
             "api.eval.hint_logged", "api.eval.hint_dashboard", "api.serve.EnvServer",
             "api.serve.EnvClient.run", "api.serve.EnvClient._request",
             "api.runtime.subprocess_starts"} <= {f.check for f in api}
-    assert all(f.outcome == "passed" for f in api), [f.message for f in api if f.bad]
+    baselined = {e.check for e in ENTRIES}  # known behaviours: held by the baseline tests
+    unbaselined = [f for f in api if f.check not in baselined]
+    assert all(f.outcome == "passed" for f in unbaselined), [
+        f.message for f in unbaselined if f.bad]
     assert "--serve" in by_check(raw)["api.eval.serve_flag"].message
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from vfcheck._model import ModelRequest, Reply
+from vfcheck._model import ModelRequest, Reply, judge_parse
 from vfcheck._model.judge_parse import calling_judge, unreadable_judge
 from vfcheck._model.judges import label_source, prompt_candidates, render_verdict
 from vfcheck._model.types import TaskRef
@@ -24,6 +24,13 @@ SUMMARIZE = (  # the public `summarize` env's judge, as issue #35 quotes it
     'Reply with one JSON object and nothing else, in the form {"faithful": true, "covered": 2}'
 )
 TAGS = "Rate the response on a scale of 1 to 10.\nPut the score in <score></score> tags."
+
+
+@pytest.fixture(autouse=True)
+def _judges_marked_here_stay_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The unreadable judges noted are the worker process's (one env per worker): a test
+    here must not leave its judge to skip a later test's findings in the same process."""
+    monkeypatch.setattr(judge_parse, "_UNREADABLE", {})
 
 
 @pytest.mark.parametrize(
