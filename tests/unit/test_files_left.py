@@ -77,3 +77,22 @@ def test_the_private_temp_dir_is_tempfiles_choice_inside_and_only_inside(tmp_pat
         assert tempfile.gettempdir() == str(folder) == os.environ["TMPDIR"]
         assert folder == tmp_path / "tmp" and folder.is_dir()
     assert tempfile.gettempdir() == before
+
+
+def test_what_a_library_writes_while_env_code_is_on_the_stack_is_not_the_envs(
+        tmp_path: Path) -> None:
+    """verifiers makes `~/.cache` for a runtime's work dir inside an env's `run()` (through
+    pathlib, which is standard library): the innermost frame outside the standard library
+    decides, here a module of vfcheck's package (verifiers' stands in the same place)."""
+    import vfcheck
+
+    library_file = os.path.join(os.path.dirname(vfcheck.__file__), "a_writer.py")
+    library_code = compile("Path(target).mkdir(parents=True)", library_file, "exec")
+    writes = FileWrites()
+    writes.watch()
+    try:
+        exec(library_code, {"Path": Path, "target": tmp_path / "cache" / "verifiers" / "run"})
+        (tmp_path / "envs.txt").write_text("x")
+    finally:
+        writes.stop()
+    assert sorted(writes.made) == [str(tmp_path / "envs.txt")]

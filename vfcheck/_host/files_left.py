@@ -18,11 +18,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import sysconfig
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from vfcheck._host.crash_site import CRASH_SITES
@@ -115,8 +117,10 @@ class FileWrites:
     def _note(self, path: str) -> None:
         if path in self.made:
             return
-        frames = [f for f in frames_of(sys._getframe(2))
-                  if CRASH_SITES.is_env(f.f_code.co_filename)]
+        stack = frames_of(sys._getframe(2))
+        if _written_by_verifiers(stack):
+            return
+        frames = [f for f in stack if CRASH_SITES.is_env(f.f_code.co_filename)]
         if not frames:
             return
         kinds = CRASH_SITES.hook_kinds()
@@ -159,6 +163,34 @@ class FileWrites:
                 rest = os.path.relpath(path, root)
                 return name if rest == "." else f"{name}/{rest}"
         return path
+
+
+_PATHS = sysconfig.get_paths()
+_STDLIB = tuple(os.path.join(_PATHS[k], "") for k in ("stdlib", "platstdlib"))
+_SITE = tuple(os.path.join(_PATHS[k], "") for k in ("purelib", "platlib"))
+"""In a venv, platstdlib holds site-packages: a frame there is a package's, not stdlib's."""
+
+
+def _written_by_verifiers(stack: list[FrameType]) -> bool:
+    """Whether the innermost frame outside the standard library is verifiers' (or vfcheck's):
+    what verifiers writes while env code is on the stack (its cache dirs under HOME, a tool
+    server's port file) is the library's, not the env's."""
+    for frame in reversed(stack):
+        filename = frame.f_code.co_filename
+        if filename.startswith("<") or (
+                filename.startswith(_STDLIB) and not filename.startswith(_SITE)):
+            continue
+        return filename.startswith(_library_roots())
+    return False
+
+
+def _library_roots() -> tuple[str, ...]:
+    roots = []
+    for package in ("verifiers", "vfcheck", "vfcheck_chat"):
+        module = sys.modules.get(package)
+        if module is not None and module.__file__:
+            roots.append(os.path.join(os.path.dirname(module.__file__), ""))
+    return tuple(roots)
 
 
 def _under(path: str, root: str) -> bool:
