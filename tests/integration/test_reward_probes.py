@@ -272,6 +272,10 @@ def test_allow_turns_a_finding_into_expected_with_its_reason(tmp_path: Path) -> 
 
 
 
+PROGRAM_BREAKS = {"vfc-broken-exit-code": {("exploit.program", 0)}}
+"""What fails on the env tier (`--vf-harness=env --vf-sample=1`), and nothing else."""
+
+
 @pytest.mark.slow
 def test_a_reward_that_trusts_an_exit_code_is_gamed_by_a_trivial_program(
         tmp_path: Path) -> None:
@@ -283,7 +287,7 @@ def test_a_reward_that_trusts_an_exit_code_is_gamed_by_a_trivial_program(
     run = run_plugin(tmp_path, FIXTURES, ["vfc-broken-exit-code", "vfc-code-fix"],
                      "--vf-checks=exploit", "--vf-harness=env", "--vf-sample=1")
     broken, control = run.envs["vfc-broken-exit-code"], run.envs["vfc-code-fix"]
-    assert units_with(broken, {"failed", "error"}) == {("exploit.program", 0)}
+    assert units_with(broken, {"failed", "error"}) == PROGRAM_BREAKS["vfc-broken-exit-code"]
     message = by_unit(broken)[("exploit.program", 0)]["message"]
     assert "the program exit-0 (every Python file the task's setup wrote replaced by " \
            "`import os; os._exit(0)`" in message
