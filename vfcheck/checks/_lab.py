@@ -5,6 +5,13 @@ gets its own policy (the default script, or a fault), assigned to its trace id a
 (`on_trace` fires before the first model request), so fault episodes run concurrently with
 happy ones on the same mock. Happy plays are memoised: `episode`, `lifecycle`,
 `determinism.replay` and `golden` share them.
+
+Episodes play at once, as a trainer plays them. Two other ways are for the checks that
+must tell what episodes at once do to an env (docs/training-scale.md): a *group* holds as
+many of the lab's episode slots as it has episodes, so that all of them are in flight
+together (`play_group`); a play *alone* holds every slot, so that nothing else of the env
+is in flight (`alone_plays`, memoised by name: the `concurrency` family and the probes'
+second look share them).
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import asyncio
 import contextlib
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -168,29 +175,79 @@ class EpisodeLab:
         self.timeout = timeout
         self._plays: dict[int, asyncio.Future[Any]] = {}
         self._second_plays: dict[int, asyncio.Future[Any]] = {}
+        self._alone: dict[tuple[int, str], asyncio.Future[Any]] = {}
         self.goldens: GoldenPlan | None = None
+        self.at_once = at_once
         self._gate = asyncio.Semaphore(at_once)
+        self._taking = asyncio.Lock()
+        """One taker of several slots at a time: two, each holding part, would wait forever."""
         self.dead_servers: dict[int, Any] = {}
         """Per task, a tool server of its that exited unserved (`DeadToolServer`): its later
         plays are not played (each would start the same server)."""
 
     async def play(self, task: Any, policy: Callable[[Any], Any] | None = None,
                    runner: Any = None) -> Any:
+        if (blocked := self.not_served(task)) is not None:
+            return blocked
+        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared()):
+            return await self._played(task, policy, runner or self.runner)
+
+    async def _played(self, task: Any, policy: Callable[[Any], Any] | None,
+                      runner: Any) -> Any:
+        """One episode of `task` under `policy` (None: the run's script), in a slot the
+        caller holds."""
         def assign(trace: Any) -> None:
             if policy is not None:
                 self.router.assigned[trace.id] = policy
 
-        runner = runner or self.runner
-        index = task.data.idx
         if (blocked := self.not_served(task)) is not None:
             return blocked
-        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared()):
-            if (blocked := self.not_served(task)) is not None:
-                return blocked
-            result = noted(await runner.play(task, timeout=self.timeout, on_trace=assign))
+        result = noted(await runner.play(task, timeout=self.timeout, on_trace=assign))
         if result.dead_tool_server is not None:
-            self.dead_servers.setdefault(index, result.dead_tool_server)
+            self.dead_servers.setdefault(task.data.idx, result.dead_tool_server)
         return result
+
+    @contextlib.asynccontextmanager
+    async def holding(self, slots: int) -> AsyncIterator[None]:
+        """`slots` of the lab's episode slots at once (all of them: nothing else of the env
+        is in flight), the time waited for them counted as queue time."""
+        async with contextlib.AsyncExitStack() as stack:
+            async with self._taking:
+                for _ in range(min(slots, self.at_once)):
+                    await stack.enter_async_context(QUEUE_CLOCK.slot(self._gate))
+            await stack.enter_async_context(FLOOR.shared())
+            yield
+
+    async def play_group(self, task: Any, policies: Sequence[Callable[[Any], Any] | None]
+                         ) -> list[Any]:
+        """One episode of `task` per policy, all in flight together, as a trainer plays a
+        group of rollouts: the group holds a slot per episode (within the lab's capacity; a
+        group larger than it still starts whole, so it is at once)."""
+        async with self.holding(len(policies)):
+            return list(await asyncio.gather(*(self._played(task, policy, self.runner)
+                                               for policy in policies)))
+
+    async def alone_plays(self, task: Any, policies: Mapping[str, Callable[[Any], Any] | None]
+                          ) -> dict[str, Any]:
+        """One episode of `task` per named policy, each played with nothing else of the env
+        in flight (memoised by name: the same name is the same policy). The ones not played
+        yet are played one after another under one hold of every slot."""
+        index = task.data.idx
+        missing = {name: p for name, p in policies.items() if (index, name) not in self._alone}
+        if missing:
+            batch = asyncio.ensure_future(self._one_at_a_time(task, missing))
+            for name in missing:
+                self._alone[(index, name)] = asyncio.ensure_future(_picked(batch, name))
+        return {name: noted(await asyncio.shield(self._alone[(index, name)]))
+                for name in policies}
+
+    async def _one_at_a_time(self, task: Any, policies: Mapping[str, Callable[[Any], Any] | None]
+                             ) -> dict[str, Any]:
+        played = {}
+        async with self.holding(self.at_once):
+            for name, policy in policies.items():
+                played[name] = await self._played(task, policy, self.runner)
+        return played
 
     def not_served(self, task: Any) -> Any:
         """An unplayed `EpisodeResult` of `task` when one of its tool servers died unserved."""
@@ -220,6 +277,8 @@ class EpisodeLab:
         (`vfcheck._host.attempts`) and play anew."""
         self._plays.pop(index, None)
         self._second_plays.pop(index, None)
+        for key in [k for k in self._alone if k[0] == index]:
+            del self._alone[key]
 
     async def extra_runner(self, name: str) -> Any:
         """The runner `name` (`timeout`: the hang's short agent timeout; `fault`: no
@@ -280,6 +339,10 @@ class EpisodeLab:
         if not seen and task.data.idx not in self.dead_servers:
             deadline_hit(f"no model request within the {self.timeout:g}s deadline")
         return traces, seen
+
+
+async def _picked(batch: asyncio.Future[dict[str, Any]], name: str) -> Any:
+    return (await asyncio.shield(batch))[name]
 
 
 async def episode_lab(ctx: CheckContext) -> EpisodeLab:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from vfcheck._shared.findings import Finding
+from vfcheck.checks._alone_verdicts import settled
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._probes import ProbeResult, errors_of, num, probe_lab, short
 from vfcheck.checks._registry import check, family
@@ -66,6 +67,10 @@ def labels_used(results: dict[str, ProbeResult]) -> str:
 async def wiring(ctx: CheckContext, task: Any) -> Finding:
     lab = await probe_lab(ctx)
     results = await lab.verdict_results(task, "positive", "negative")
+    return await settled(lab, task, results, lambda played: _wiring(ctx, task, dict(played)))
+
+
+def _wiring(ctx: CheckContext, task: Any, results: dict[str, ProbeResult]) -> Finding:
     details = judge_details(results)
     if (reason := no_judge_call(results)) is not None:
         return ctx.finding("judge.wiring", task, "skipped", reason, **details)
@@ -102,6 +107,10 @@ async def wiring(ctx: CheckContext, task: Any) -> Finding:
 async def garbage(ctx: CheckContext, task: Any) -> Finding:
     lab = await probe_lab(ctx)
     results = await lab.verdict_results(task, "positive", "garbage")
+    return await settled(lab, task, results, lambda played: _garbage(ctx, task, dict(played)))
+
+
+def _garbage(ctx: CheckContext, task: Any, results: dict[str, ProbeResult]) -> Finding:
     details = judge_details(results)
     if (reason := no_judge_call(results)) is not None:
         return ctx.finding("judge.garbage", task, "skipped", reason, **details)
