@@ -21,6 +21,10 @@ from typing import Any
 from vfcheck._shared.findings import Finding
 from vfcheck.checks._probe_results import ProbeResult, num
 
+SECOND_LOOK = (". Before it fails, the probes the verdict rests on are played again one at a "
+               "time, and decide where they score differently from the plays at once")
+"""What each probe check's `fails_when` says of this."""
+
 
 def moved(at_once: Mapping[str, ProbeResult], alone: Mapping[str, ProbeResult]) -> list[str]:
     """`probe wrong-answer: reward 1 at once, 0 one at a time` for each probe whose reward

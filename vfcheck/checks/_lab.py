@@ -314,6 +314,13 @@ class EpisodeLab:
             self.first_play(task), asyncio.shield(self._second_plays[index]))
         return first, noted(second)
 
+    async def both_alone(self, task: Any) -> tuple[Any, Any]:
+        """The task's two happy plays, each one at a time (`alone_plays`, named as the
+        `concurrency` family names the run's script): what `determinism.replay`, `golden`
+        and `served.episode` judge by when the plays at once would fail them."""
+        plays = await self.alone_plays(task, {"default": None, "default again": None})
+        return plays["default"], plays["default again"]
+
     async def play_hang(self, task: Any) -> Any:
         """Play against a model that never answers, on the runner whose roles have the short
         agent timeout (`AGENT_TIMEOUT`)."""

@@ -24,8 +24,8 @@ from vfcheck.checks._lab import dead_server_block, normalized_views, unfinished_
 from vfcheck.checks._probes import ProbeLab, probe_lab
 from vfcheck.checks._registry import check, family
 
-family("concurrency", order=97, summary="episodes of a task played at once, as a trainer "
-       "plays a group of rollouts, score and trace as they do one at a time.")
+family("concurrency", order=97, summary="a group of episodes played at once, as a trainer "
+       "plays them, scores and traces as the same episodes one at a time.")
 
 
 async def seats(lab: ProbeLab, task: Any) -> dict[str, Any]:

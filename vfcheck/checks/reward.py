@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vfcheck._shared.findings import Finding
-from vfcheck.checks._alone_verdicts import settled
+from vfcheck.checks._alone_verdicts import SECOND_LOOK, settled
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._probes import (
     OracleChoice,
@@ -98,7 +98,7 @@ def what(result: ProbeResult, choice: OracleChoice | None) -> str:
     "lists each format's reward and each reward function's value. Skipped, with the reason, "
     "when no probe was scored, or the task has no usable reference answer (none in the "
     "data, a plugged reference judge or the script; or a multi-turn or tool task whose "
-    "answer as the final reply earns nothing, without a script `oracle`)",
+    "answer as the final reply earns nothing, without a script `oracle`)" + SECOND_LOOK,
     why="a reward that is always 0 trains nothing: the gradient is zero on every rollout",
 )
 async def reachable(ctx: CheckContext, task: Any) -> Finding:
@@ -148,7 +148,7 @@ def _reachable(ctx: CheckContext, lab: ProbeLab, task: Any, results: dict[str, P
     "one-token judge attacks, a wrong answer, answer spam, tool spam; judges positive and "
     "negative) gets the same reward, whatever it is (0, 1, ...); the message names the "
     "value. Without a reference answer: only when that value is the reward's maximum "
-    "(from its weights, or `--reward-max`). Skipped when no probe was scored",
+    "(from its weights, or `--reward-max`). Skipped when no probe was scored" + SECOND_LOOK,
     why="a reward that never moves is a constant: the policy cannot learn from it",
 )
 async def sensitive(ctx: CheckContext, task: Any) -> Finding:
