@@ -66,9 +66,13 @@ def note(message: str, lines: list[str], index: int) -> str:
 async def settled(lab: Any, task: Any, results: Mapping[str, ProbeResult],
                   decide: Callable[[Mapping[str, ProbeResult]], Finding]) -> Finding:
     """`decide(results)`, unless it fails and the probes of `results`, played again one at
-    a time (`lab`: the `ProbeLab`), score differently: then `decide` of those, noting it."""
+    a time (`lab`: the `ProbeLab`), score differently: then `decide` of those, noting it. A
+    failure the user allowed is not looked at again: it is accepted whatever its plays."""
+    from vfcheck._options.allow import matching
+
     finding = decide(results)
-    if finding.outcome != "failed":
+    if finding.outcome != "failed" or (
+            lab.ctx.options.allow and matching(lab.ctx.env_id, finding, lab.ctx.options.allow)):
         return finding
     alone = await lab.alone_results(task, results)
     changed = moved(results, alone)
