@@ -179,8 +179,10 @@ class EpisodeLab:
         self.goldens: GoldenPlan | None = None
         self.at_once = at_once
         self._gate = asyncio.Semaphore(at_once)
-        self._taking = asyncio.Lock()
-        """One taker of several slots at a time: two, each holding part, would wait forever."""
+        self._line = asyncio.Lock()
+        """The gate's queue: slots go to takers in the order they came, so that a group or a
+        play alone (several slots) is not passed by the plays that came after it, nor are two
+        takers of several left holding part each."""
         self.dead_servers: dict[int, Any] = {}
         """Per task, a tool server of its that exited unserved (`DeadToolServer`): its later
         plays are not played (each would start the same server)."""
@@ -189,7 +191,7 @@ class EpisodeLab:
                    runner: Any = None) -> Any:
         if (blocked := self.not_served(task)) is not None:
             return blocked
-        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared()):
+        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared(), line=self._line):
             return await self._played(task, policy, runner or self.runner)
 
     async def _played(self, task: Any, policy: Callable[[Any], Any] | None,
@@ -211,11 +213,8 @@ class EpisodeLab:
     async def holding(self, slots: int) -> AsyncIterator[None]:
         """`slots` of the lab's episode slots at once (all of them: nothing else of the env
         is in flight), the time waited for them counted as queue time."""
-        async with contextlib.AsyncExitStack() as stack:
-            async with self._taking:
-                for _ in range(min(slots, self.at_once)):
-                    await stack.enter_async_context(QUEUE_CLOCK.slot(self._gate))
-            await stack.enter_async_context(FLOOR.shared())
+        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared(), slots=min(slots, self.at_once),
+                                    line=self._line):
             yield
 
     async def play_group(self, task: Any, policies: Sequence[Callable[[Any], Any] | None]
@@ -264,7 +263,7 @@ class EpisodeLab:
     def slot(self) -> contextlib.AbstractAsyncContextManager[None]:
         """One of the lab's episode slots, for an episode played by other means (through an
         env server): it counts against the same cores and stops the same deadlines."""
-        return QUEUE_CLOCK.slot(self._gate)
+        return QUEUE_CLOCK.slot(self._gate, line=self._line)
 
     async def first_play(self, task: Any) -> Any:
         index = task.data.idx
@@ -340,7 +339,7 @@ class EpisodeLab:
         def assign(trace: Any) -> None:
             self.router.assigned[trace.id] = hang
 
-        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared()):
+        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared(), line=self._line):
             traces, seen = await play_cancelled(self.runner, task, assign, wait=self.timeout,
                                                 settle=CANCEL_SETTLE)
         if not seen and task.data.idx not in self.dead_servers:
