@@ -78,3 +78,22 @@ def test_plays_one_at_a_time_are_memoised_by_name_and_forgotten_with_the_task() 
         return played, len(runner.seen), first["oracle"] is again["oracle"]
 
     assert asyncio.run(main()) == (2, 3, True)
+
+
+def test_plays_alone_asked_for_while_the_lab_drains_share_one_hold() -> None:
+    """Two tasks' plays alone, asked for while episodes are in flight, play one after the
+    other once those end: the second does not wait for another drain."""
+    async def main() -> list[tuple[str, int]]:
+        runner = StandIn()
+        lab = lab_of(runner, at_once=3)
+        early = [asyncio.ensure_future(lab.play(task("early"))) for _ in range(2)]
+        await asyncio.sleep(0.01)
+        first = asyncio.ensure_future(lab.alone_plays(task("a", 0), {"oracle": None}))
+        await asyncio.sleep(0.01)
+        late = asyncio.ensure_future(lab.play(task("late")))
+        second = asyncio.ensure_future(lab.alone_plays(task("b", 1), {"oracle": None}))
+        await asyncio.gather(*early, first, second, late)
+        return runner.seen
+
+    seen = asyncio.run(main())
+    assert seen == [("early", 1), ("early", 2), ("a", 1), ("b", 1), ("late", 1)]

@@ -176,6 +176,8 @@ class EpisodeLab:
         self._plays: dict[int, asyncio.Future[Any]] = {}
         self._second_plays: dict[int, asyncio.Future[Any]] = {}
         self._alone: dict[tuple[int, str], asyncio.Future[Any]] = {}
+        self._queued: list[tuple[Any, Callable[[Any], Any] | None, asyncio.Future[Any]]] = []
+        self._alone_hold: asyncio.Future[None] | None = None
         self.goldens: GoldenPlan | None = None
         self.at_once = at_once
         self._gate = asyncio.Semaphore(at_once)
@@ -229,24 +231,35 @@ class EpisodeLab:
     async def alone_plays(self, task: Any, policies: Mapping[str, Callable[[Any], Any] | None]
                           ) -> dict[str, Any]:
         """One episode of `task` per named policy, each played with nothing else of the env
-        in flight (memoised by name: the same name is the same policy). The ones not played
-        yet are played one after another under one hold of every slot."""
+        in flight (memoised by name: the same name is the same policy). Plays asked for while
+        the lab is held for them join the same hold, one after another: each hold waits for
+        every episode in flight to end, so the tasks' plays share it."""
         index = task.data.idx
-        missing = {name: p for name, p in policies.items() if (index, name) not in self._alone}
-        if missing:
-            batch = asyncio.ensure_future(self._one_at_a_time(task, missing))
-            for name in missing:
-                self._alone[(index, name)] = asyncio.ensure_future(_picked(batch, name))
+        for name, policy in policies.items():
+            if (index, name) not in self._alone:
+                future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+                self._alone[(index, name)] = future
+                self._queued.append((task, policy, future))
+        if self._queued and (self._alone_hold is None or self._alone_hold.done()):
+            self._alone_hold = asyncio.ensure_future(self._one_at_a_time())
         return {name: noted(await asyncio.shield(self._alone[(index, name)]))
                 for name in policies}
 
-    async def _one_at_a_time(self, task: Any, policies: Mapping[str, Callable[[Any], Any] | None]
-                             ) -> dict[str, Any]:
-        played = {}
-        async with self.holding(self.at_once):
-            for name, policy in policies.items():
-                played[name] = await self._played(task, policy, self.runner)
-        return played
+    async def _one_at_a_time(self) -> None:
+        """Play the queued plays alone, under one hold of every slot, until none is left."""
+        try:
+            async with self.holding(self.at_once):
+                while self._queued:
+                    task, policy, future = self._queued.pop(0)
+                    try:
+                        result = await self._played(task, policy, self.runner)
+                    except Exception as e:  # noqa: BLE001 - the asker's to raise
+                        future.set_exception(e)
+                    else:
+                        future.set_result(result)
+        finally:
+            if self._queued:  # asked for while the hold ended: another hold
+                self._alone_hold = asyncio.ensure_future(self._one_at_a_time())
 
     def not_served(self, task: Any) -> Any:
         """An unplayed `EpisodeResult` of `task` when one of its tool servers died unserved."""
@@ -276,7 +289,7 @@ class EpisodeLab:
         (`vfcheck._host.attempts`) and play anew."""
         self._plays.pop(index, None)
         self._second_plays.pop(index, None)
-        for key in [k for k in self._alone if k[0] == index]:
+        for key in [k for k in self._alone if k[0] == index and self._alone[k].done()]:
             del self._alone[key]
 
     async def extra_runner(self, name: str) -> Any:
@@ -345,10 +358,6 @@ class EpisodeLab:
         if not seen and task.data.idx not in self.dead_servers:
             deadline_hit(f"no model request within the {self.timeout:g}s deadline")
         return traces, seen
-
-
-async def _picked(batch: asyncio.Future[dict[str, Any]], name: str) -> Any:
-    return (await asyncio.shield(batch))[name]
 
 
 async def episode_lab(ctx: CheckContext) -> EpisodeLab:
