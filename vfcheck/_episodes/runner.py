@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vfcheck._episodes.error_text import condense
 from vfcheck._episodes.harness_deps import HarnessDependencyError, dependency_problem
 from vfcheck._episodes.load_errors import (
     EnvArgError,
@@ -50,6 +49,7 @@ from vfcheck._model import (
     TaskRef,
     episode_scope,
 )
+from vfcheck._shared.error_text import condense
 
 REAL_MODEL_DEFAULT = "gpt-4.1-mini"
 """The model name sent to a real `base_url` when none is given."""
