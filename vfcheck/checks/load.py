@@ -90,7 +90,9 @@ def task_hashes(tasks: list[Any]) -> list[str]:
     "keys, offline",
     fails_when="the id does not resolve to exactly one taskset, the module fails to import, "
     "`load()` raises or reaches the network (refused at once: no socket leaves the machine while "
-    "a taskset loads), it yields no task, or task keys repeat",
+    "a taskset loads), it yields no task, task keys repeat, or it yields no task (or stops "
+    "yielding) before its deadline (the longer of --timeout and 60 s; a `load()` still "
+    "yielding tasks then is an `error` naming --timeout)",
     why="every other check, and every training run, starts from `load()`",
 )
 async def load(ctx: CheckContext, _: Any) -> Finding:
