@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vfcheck._episodes.load_progress import LoadProgress
 from vfcheck._host import offline_sockets
 from vfcheck._host.attempts import deadline_hit
 from vfcheck._host.env_code import aborted_by as aborted_by
@@ -90,15 +91,14 @@ def task_hashes(tasks: list[Any]) -> list[str]:
     "keys, offline",
     fails_when="the id does not resolve to exactly one taskset, the module fails to import, "
     "`load()` raises or reaches the network (refused at once: no socket leaves the machine while "
-    "a taskset loads), it yields no task, task keys repeat, or it yields no task (or stops "
-    "yielding) before its deadline (the longer of --timeout and 60 s; a `load()` still "
-    "yielding tasks then is an `error` naming --timeout)",
+    "a taskset loads), it yields no task, task keys repeat, or loading outlives its deadline "
+    "(the longer of --timeout and 60 s) with no task coming (a `load()` still yielding tasks "
+    "then is an `error` naming --timeout)",
     why="every other check, and every training run, starts from `load()`",
 )
 async def load(ctx: CheckContext, _: Any) -> Finding:
     """Load the env, its tasks and role tiers into `ctx` (only when the finding passes)."""
     from vfcheck._episodes.load_errors import EnvArgError, EnvLoadError, env_site
-    from vfcheck._episodes.load_progress import LoadProgress
     from vfcheck._episodes.runner import is_infinite, load_env, load_tasks
 
     attempts: list[str] = []
@@ -167,7 +167,7 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
     return finding
 
 
-def out_of_time(env_id: str, budget: float, progress: Any) -> Finding:
+def out_of_time(env_id: str, budget: float, progress: LoadProgress) -> Finding:
     """The `load` finding when loading did not finish within `budget` seconds. A `load()`
     still yielding tasks at its own pace (`LoadProgress.still_yielding`) is slow, which
     breaks no contract: vfcheck could not check the env in the time given (`error`), and
