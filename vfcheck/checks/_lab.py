@@ -140,13 +140,19 @@ def dead_server_block(results: Sequence[Any], index: int) -> str | None:
 
 
 def blocked_before_model(result: Any) -> str | None:
-    """Why an episode never reached the model, when env code failed first (a `@vf.stop`
-    returning a non-bool): the preview scenarios then have nothing to judge, and `episode`
-    reports the cause."""
-    errors = env_code_errors(result)
-    if not errors or any(t.calls for t in result.traces):
+    """Why an episode never reached the model, when it ended with an error before its first
+    request: env code failed first (a `@vf.stop` returning a non-bool), or the harness did
+    (it could not reach the task's remote tool server offline, and exited). The preview
+    scenarios then have nothing to judge, and `episode` reports the cause. Not an episode
+    the runner's deadline ended: a hang is the preview check's own to confirm."""
+    if result.unfinished or any(t.calls or t.pending for t in result.traces):
         return None
-    return f"env code failed before the first model request ({errors[0]})"
+    if errors := env_code_errors(result):
+        return f"env code failed before the first model request ({errors[0]})"
+    errors = [e for e in result.errors(located_error) if not e.startswith("runner:")]
+    if errors:
+        return f"the episode ended before the first model request ({errors[0]})"
+    return None
 
 
 class EpisodeLab:
@@ -275,9 +281,13 @@ class EpisodeLab:
             self.router.assigned[trace.id] = hang
 
         async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared()):
+            started = asyncio.get_running_loop().time()
             traces, seen = await play_cancelled(self.runner, task, assign, wait=self.timeout,
                                                 settle=CANCEL_SETTLE)
-        if not seen and task.data.idx not in self.dead_servers:
+            waited = asyncio.get_running_loop().time() - started
+        # a deadline only when the wait ran out: an episode that ended on its own before
+        # its first request (a harness that exited) hit none
+        if not seen and waited >= self.timeout and task.data.idx not in self.dead_servers:
             deadline_hit(f"no model request within the {self.timeout:g}s deadline")
         return traces, seen
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from vfcheck._episodes.error_text import one_line
 from vfcheck._episodes.runtime_fit import container_reason, stand_in
 from vfcheck._host.attempts import CURRENT_ATTEMPT, deadline_hit
 from vfcheck._host.crash_site import (
@@ -29,6 +28,7 @@ from vfcheck._host.crash_site import (
     site_of_timeout,
     watching,
 )
+from vfcheck._shared.error_text import one_line
 from vfcheck._shared.findings import Finding, TaskId
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._registry import spec_of

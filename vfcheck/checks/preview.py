@@ -38,7 +38,9 @@ async def preview(ctx: CheckContext, task: Any) -> Finding:
     )
     if (blocked := dead_server_block([failed, hung], task.data.idx)) is not None:
         return ctx.finding("preview", task, "skipped", blocked)
-    if (blocked := blocked_before_model(failed)) is not None:
+    if blocked_before_model(failed) is not None and (
+            blocked := blocked_before_model(await lab.first_play(task))) is not None:
+        # the task's own episode (memoised: `episode`'s) ended the same way: it explains
         return ctx.finding("preview", task, "skipped",
                         f"blocked — {blocked}, so no request was left to preview (see "
                         f"episode[{task.data.idx}])")

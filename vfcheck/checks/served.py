@@ -17,6 +17,7 @@ import dataclasses
 from typing import Any, NamedTuple
 
 from vfcheck._host.attempts import deadline_hit
+from vfcheck._shared.error_text import condense
 from vfcheck._shared.findings import Finding, Outcome
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._lab import agent_fault, dead_server_block, episode_lab, unfinished_plays
@@ -299,11 +300,14 @@ def episode_verdict(ours: list[Any], twice: list[Any], theirs: list[Any],
 
 
 def served_errors(episode: Any) -> list[str]:
-    """Every error a served episode recorded, as `Type: message` lines (as
-    `EpisodeResult.errors` writes them)."""
-    found = [f"{e.type}: {e.message}" for e in episode.errors]
+    """Every error a served episode recorded, as `Type: message` lines written as
+    `EpisodeResult.errors` writes the in-process play's (a traceback in a message condensed),
+    so that the same error is the same line on both sides (deepwiki's harness exit, its
+    stderr whole against the in-process play's condensed line, was an error "the in-process
+    play did not" record)."""
+    found = [f"{e.type}: {condense(e.message)}" for e in episode.errors]
     for trace in episode.traces:
-        found += [f"{e.type}: {e.message}" for e in trace.errors]
+        found += [f"{e.type}: {condense(e.message)}" for e in trace.errors]
     return found
 
 
