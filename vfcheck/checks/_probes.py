@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from vfcheck._host.attempts import deadline_hit
 from vfcheck._host.crash_site import located_error
 from vfcheck.checks._answer_formats import BARE, SCRIPT, AnswerFormat, candidate_formats
+from vfcheck.checks._judge_calls import judge_exchanges
 from vfcheck.checks._lab import episode_lab
 from vfcheck.checks._probe_results import (
     OracleChoice,
@@ -250,7 +251,8 @@ class ProbeLab:
 
         model = self.lab.runner.model
         labels = self.judge_labels(task)
-        policy = first_of(judge_policy(probe.judge, labels=labels), probe.agent)
+        policy = first_of(judge_policy(probe.judge, labels=labels,
+                                       example=self.ctx.script_judge_reply(task)), probe.agent)
         before = len(model.requests)
         result = await self.lab.play(task, policy)
         trace_ids = {t.id for t in result.traces}
@@ -290,7 +292,7 @@ class ProbeLab:
             turns=len(agent), env_tools=env_tools,
             argless_tools=[n for n in env_tools if not takes_arguments(offered[n])],
             runner_error=result.runner_error, unfinished=result.unfinished, weights=weights,
-            judges=judges,
+            judges=judges, judge_exchanges=judge_exchanges(result.traces),
             format=probe.format)
 
     def judge_labels(self, task: Any) -> tuple[str, str] | None:
