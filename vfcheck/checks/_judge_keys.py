@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vfcheck._episodes.offline import MOCK_API_KEY_VAR
 from vfcheck._shared.paths import shown_path
 
-KEYED_VAR = "VFCHECK_API_KEY"
+KEYED_VAR = MOCK_API_KEY_VAR
 """The variable a keyed play's judge configs read their key from: the one vfcheck sets for
-the scripted model (`vfcheck._episodes.offline.MOCK_API_KEY_VAR`), never a real key."""
+the scripted model, never a real key."""
 _KEYISH = re.compile(r"key|api|judge|avail|environ|getenv|token|secret|credential|offline",
                      re.IGNORECASE)
 """Words of an `if` test that makes a reward skip its judge (`not self.judge_available()`,

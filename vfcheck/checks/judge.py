@@ -24,8 +24,8 @@ from vfcheck.checks._context import CheckContext
 from vfcheck.checks._probes import ProbeResult, errors_of, num, probe_lab, short
 from vfcheck.checks._registry import check, family
 
-family("judge", order=130, summary="a judge is wired the right way round and errors on an "
-       "unreadable verdict.")
+family("judge", order=130, summary="a judge is wired the right way round, errors on an "
+       "unreadable verdict, and is called with no API key too.")
 
 NO_JUDGE = ("the env made no judge call while scoring (no vf.Judge, plugged judge or in-env "
             "OpenAI client reached the model endpoint)")
