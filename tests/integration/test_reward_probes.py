@@ -222,15 +222,18 @@ def test_a_judge_the_reward_skips_without_a_key_is_named_with_its_line(
     lines = KEYLESS_LINES
     for finding in findings:
         message = finding["message"]
-        assert (f"judge vfc_judge_keyless.CheckJudge (fixtures/vfc_judge_keyless.py:"
-                f"{lines['class CheckJudge(']}), task config `judge` (its key in "
-                "VFC_THEME_JUDGE_API_KEY)") in message
+        # paths as shown from the run's folder (relative below it, else whole)
+        assert (f"vfc_judge_keyless.py:{lines['class CheckJudge(']}), task config `judge` "
+                "(its key in VFC_THEME_JUDGE_API_KEY)") in message
+        assert "judge vfc_judge_keyless.CheckJudge (" in message
         assert "made no judge call with VFC_THEME_JUDGE_API_KEY unset, and 1 with a key" in message
-        assert (f"reward checked (fixtures/vfc_judge_keyless.py:{lines['async def checked(']}) "
-                "returns `await self.exact(trace)` before its judge call when "
-                "`not self.judge_available()` (fixtures/vfc_judge_keyless.py:"
-                f"{lines['if not self.judge_available():']}, judge_available at "
-                f"fixtures/vfc_judge_keyless.py:{lines['def judge_available(']})") in message
+        assert (f"vfc_judge_keyless.py:{lines['async def checked(']}) returns "
+                "`await self.exact(trace)` before its judge call when "
+                "`not self.judge_available()` (") in message
+        assert (f"vfc_judge_keyless.py:{lines['if not self.judge_available():']}, "
+                "judge_available at ") in message
+        assert f"vfc_judge_keyless.py:{lines['def judge_available(']})" in message
+        assert "reward checked (" in message
         # (verifiers records the rewards in an order of its own: each named apart)
         without, keyed = message.split(" without a key, ", 1)
         assert without.endswith(("earned reward 1 (exact=1, checked=1)",

@@ -127,6 +127,7 @@ def test_the_judges_a_task_declares_leave_the_plugged_ones_out(
     assert declared.classes == [ThemeJudge]
     assert list(declared.configs) == ["judge", "nested.grader"]
     assert declared.key_vars() == "GRADER_KEY, THEME_KEY"
+    assert declared.plugged == ["JudgeConfig"]  # named by its id where it has one
     assert declared.named().startswith(
         f"judge {__name__}.ThemeJudge (tests/unit/test_judge_keys.py:")
 

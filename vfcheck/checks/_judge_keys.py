@@ -52,9 +52,11 @@ class DeclaredJudges:
     """`vf.Judge` subclasses defined in the modules of the task's classes."""
     configs: dict[str, Any] = field(default_factory=dict)
     """Dotted path on the task config (`judge`) -> its `vf.JudgeConfig`."""
+    plugged: list[str] = field(default_factory=list)
+    """The ids of the task config's plugged `judges` (`Task.score` runs them, key or not)."""
 
     def __bool__(self) -> bool:
-        return bool(self.classes or self.configs)
+        return bool(self.classes or self.configs or self.plugged)
 
     def named(self) -> str:
         """`judge vfc_x.ThemeJudge (fixtures/vfc_x.py:30), task config `judge` (its key in
@@ -63,6 +65,7 @@ class DeclaredJudges:
                  for cls in self.classes]
         parts += [f"task config `{path}` (its key in {config.api_key_var})"
                   for path, config in self.configs.items()]
+        parts += [f"plugged judge `{name}`" for name in self.plugged]
         return ", ".join(parts)
 
     def key_vars(self) -> str:
@@ -107,6 +110,9 @@ def declared_judges(task: Any) -> DeclaredJudges:
                     declared.classes.append(value)
     if config_type is not None:
         declared.configs = dict(_configs_in(getattr(task, "config", None), config_type, ""))
+    for entry in getattr(getattr(task, "config", None), "judges", None) or []:
+        declared.plugged.append(str(getattr(entry, "name", "") or getattr(entry, "id", "")
+                                    or type(entry).__name__))
     return declared
 
 

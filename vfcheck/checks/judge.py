@@ -146,7 +146,7 @@ async def skipped(ctx: CheckContext, task: Any) -> Finding:
     if not declared:
         return ctx.finding("judge.skipped", task, "skipped",
                            "the env declares no judge (no vf.Judge subclass in its modules, "
-                           "no vf.JudgeConfig on its task config)")
+                           "no vf.JudgeConfig or plugged judge on its task config)")
     lab = await probe_lab(ctx)
     base = (await lab.verdict_results(task, "positive"))["positive"]
     details: dict[str, Any] = {"declared": declared.named(), "results": [base.as_dict()]}
