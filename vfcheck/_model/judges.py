@@ -87,6 +87,13 @@ _QUOTED_PAIR = re.compile(
     rf"[{_QUOTE_OPEN}](?P<b>{_LABEL})[{_QUOTE_CLOSE}]",
     re.IGNORECASE,
 )
+_QUOTED_LIST = re.compile(
+    rf"[{_QUOTE_OPEN}](?P<a>{_LABEL})[{_QUOTE_CLOSE}](?:\s*,\s*[{_QUOTE_OPEN}]{_LABEL}"
+    rf"[{_QUOTE_CLOSE}])+\s*,?\s*(?:or|/|\|)\s*[{_QUOTE_OPEN}](?P<b>{_LABEL})[{_QUOTE_CLOSE}]",
+    re.IGNORECASE,
+)
+"""Three or more quoted labels, best first (`"VERDICT: A", "VERDICT: B", or "VERDICT: C"`,
+curators-eye's grade): the first is positive, the last negative, not the last two."""
 _VERB = r"(?i:reply|respond|answer|output|say|return|write|print)(?:\s+(?i:with|only|just))*"
 _BARE_LABEL = r"[A-Z][A-Z0-9_]*(?![\w])"
 """An unquoted label: a word in capitals (`BLOCK`, `CORRECT`, `A`)."""
@@ -278,6 +285,10 @@ def read_labels(prompt: str) -> tuple[str, str] | None:
     for match in _VERB_OR.finditer(prompt):
         a, b = match.group("a"), match.group("b")
         if a != b:
+            found.append((match.end(), _polarised(a, b)))
+    for match in _QUOTED_LIST.finditer(prompt):  # before the pairs it ends with: a tie
+        a, b = match.group("a").strip(), match.group("b").strip()  # goes to the list
+        if a and b and a.casefold() != b.casefold():
             found.append((match.end(), _polarised(a, b)))
     for match in _QUOTED_PAIR.finditer(prompt):
         a, b = match.group("a").strip(), match.group("b").strip()
