@@ -133,7 +133,10 @@ def test_a_check_run_again_alone_after_a_deadline_plays_the_script_too(tmp_path:
                        "--checks", "setup,gold,noop,episode", cwd=tmp_path, timeout=900)
     findings = by_unit(run)
     assert not_clean(findings) == []
-    again = [f for f in findings.values() if "first_attempt" in f["details"]]
+    # the first check to ask the judge (gold or episode: noop scores an empty reply, with
+    # no judge call) hits the deadline; a loaded machine may make others run again too
+    again = [f for f in findings.values()
+             if "first_attempt" in f["details"] and f["check"] in ("gold", "episode")]
     assert again, "the slow first judge call hit no deadline"
     for finding in again:
         said = exchanges(finding)
