@@ -69,8 +69,8 @@ class GoldenPlan:
 
 def agent_fault(reply: Any) -> Any:
     """`reply` (a `vfcheck._model.Reply`) to every agent turn of an episode; its judge calls
-    keep the default verdict, since a fault meant for the agent must not also break the
-    judge that scores it."""
+    are left to the script's answer, else the default verdict, since a fault meant for the
+    agent must not also break the judge that scores it."""
     from vfcheck._model import agent_only, fixed
 
     return agent_only(fixed(reply))
@@ -301,8 +301,8 @@ async def play_reply(ctx: CheckContext, task: Any, reply: str | None = None) -> 
     """Play `task` once against the scripted model, every agent turn answered with `reply`
     (None: the run's script, or the default policy), through the run's episode lab: an
     `EpisodeResult` (`.reward`, `.traces`, `.ok`). The public way for a check of one's own
-    to play an episode (`vfcheck.checks.play_reply`); its judge calls keep the default
-    verdict."""
+    to play an episode (`vfcheck.checks.play_reply`); its judge calls get the script's
+    answer, else the default verdict."""
     from vfcheck._model import Reply
 
     lab = await episode_lab(ctx)

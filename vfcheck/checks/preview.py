@@ -7,6 +7,7 @@ from typing import Any
 
 from vfcheck._shared.findings import Finding
 from vfcheck.checks._context import CheckContext
+from vfcheck.checks._judge_calls import judge_exchanges
 from vfcheck.checks._lab import agent_fault, blocked_before_model, dead_server_block, episode_lab
 from vfcheck.checks._registry import check, family
 
@@ -63,6 +64,8 @@ async def preview(ctx: CheckContext, task: Any) -> Finding:
     pending = sum(len(t.pending) for t in hung.traces)
     scenarios["hang_agent_timeout"] = {"stops": stops, "pending": pending,
                                        "runner_error": hung.runner_error}
+    if exchanges := judge_exchanges(hung.traces):  # the timed-out episode is scored
+        scenarios["hang_agent_timeout"]["judge_exchanges"] = exchanges
     if hung.runner_error:
         problems.append(f"a hang was not ended by the agent timeout ({hung.runner_error})")
     elif not any(s == "agent_timeout" for s in stops):

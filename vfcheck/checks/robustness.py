@@ -8,6 +8,7 @@ from typing import Any
 
 from vfcheck._shared.findings import Finding
 from vfcheck.checks._context import CheckContext
+from vfcheck.checks._judge_calls import judge_exchanges
 from vfcheck.checks._lab import (
     agent_fault,
     blocked_before_model,
@@ -64,6 +65,8 @@ async def robustness(ctx: CheckContext, task: Any) -> Finding:
             found.append(f"the runner failed: {result.runner_error}")
         observed[name] = {"errors": result.errors(), "rewards": [
             t.reward for t in result.traces]}
+        if exchanges := judge_exchanges(result.traces):
+            observed[name]["judge_exchanges"] = exchanges
         if found:
             problems.setdefault(found[0], []).append(name)
     if problems:

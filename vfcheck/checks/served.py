@@ -20,6 +20,7 @@ from vfcheck._host.attempts import deadline_hit
 from vfcheck._shared.error_text import condense
 from vfcheck._shared.findings import Finding, Outcome
 from vfcheck.checks._context import CheckContext
+from vfcheck.checks._judge_calls import judge_exchanges
 from vfcheck.checks._lab import agent_fault, dead_server_block, episode_lab, unfinished_plays
 from vfcheck.checks._registry import check, family
 from vfcheck.checks._wire_changes import (
@@ -262,8 +263,10 @@ async def served_episode(ctx: CheckContext, task: Any) -> Finding:
     if outcome == "failed" and equivalent:
         observed += (f"; the served task differs only in values JSON carries as it must, "
                      f"which the env's code may tell apart: {describe(equivalent)}")
+    exchanges = {"judge_exchanges": said} if (said := judge_exchanges(play.episode.traces)) \
+        else {}
     return ctx.finding("served.episode", task, outcome, f"{where}, {observed}", diff=diff,
-                       served=theirs, in_process=ours, address=served.address)
+                       served=theirs, in_process=ours, address=served.address, **exchanges)
 
 
 def episode_verdict(ours: list[Any], twice: list[Any], theirs: list[Any],
