@@ -7,9 +7,10 @@ hook is still caught in bounded time. Each run prints its wall time and the load
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from support import FIXTURES
+from support import FIXTURES, CheckCache, CheckRun
 
 from vfcheck._host.attempts import TWICE
 
@@ -64,3 +65,60 @@ def test_a_hang_fails_only_after_timing_out_twice_the_second_time_alone(
         assert "blocked — Task.setup failed on this task (see setup[1])" in findings[
             (check, 1)]["message"]
     assert {f["outcome"] for u, f in findings.items() if u[1] != 1} == {"passed"}, summary
+
+
+LOAD_HANG_SITE = ("the load thread was in VfcBrokenLoadHangTaskset.fetch_rows at "
+                  "vfc_broken_load_hang.py:{}: `await asyncio.sleep(SERVICE_WAIT_SECONDS)`"
+                  ).format(next(
+                      n for n, line in enumerate(
+                          (FIXTURES / "vfc_broken_load_hang.py").read_text().splitlines(), 1)
+                      if line.strip() == "await asyncio.sleep(SERVICE_WAIT_SECONDS)"))
+"""Where vfc-broken-load-hang's load waits when its deadline runs out."""
+
+
+@pytest.fixture(scope="module")
+def load_run(checked: CheckCache) -> CheckRun:
+    """Both load fixtures in one `vfcheck check` (a worker each, at once): each load gets
+    its 60 s twice, so two runs would cost twice the wall clock for the same verdicts."""
+    return checked.check("vfc-slow-load", "vfc-broken-load-hang", "--path", str(FIXTURES),
+                         "--checks", "load", "--timeout", "10")
+
+
+def load_finding(run: CheckRun, env_id: str) -> dict[str, Any]:
+    env = run.envs[env_id]
+    ((unit, load),) = by_unit(env).items()
+    assert unit == ("load", None), unit
+    return load
+
+
+@pytest.mark.slow
+def test_a_finite_load_slower_than_the_deadline_is_an_error_naming_the_timeout(
+        load_run: CheckRun) -> None:
+    """vfc-slow-load yields its 240 tasks steadily, 0.5 s each: past the 60 s that loading
+    gets, twice, the second time alone. A load still yielding tasks breaks no contract:
+    `load` is an `error` saying it ran out of time and how to give it more, never a failed
+    contract guessing at a hang (reasoning-gym-v1's false verdict)."""
+    load = load_finding(load_run, "vfc-slow-load")
+    assert load["outcome"] == "error", load
+    message = load["message"]
+    assert message.startswith(f"env 'vfc-slow-load': {TWICE}: loading ran out of time — "
+                              "load() was still yielding tasks: "), message
+    for named in ("--timeout S", "--vf-timeout S", "[tool.vfcheck] timeout = S"):
+        assert named in message
+    assert "hanging" not in message and "Contract" not in message
+    assert load["details"]["ran_out"] is True and load["details"]["load"]["yielded"] > 0
+    assert load["details"]["first_attempt"]["outcome"] == "error"
+
+
+@pytest.mark.slow
+def test_a_load_that_yields_nothing_fails_after_twice_naming_where_it_waits(
+        load_run: CheckRun) -> None:
+    """vfc-broken-load-hang awaits a service that never answers before its first task:
+    `load` fails as before, naming what the load did and where it waited."""
+    load = load_finding(load_run, "vfc-broken-load-hang")
+    assert load["outcome"] == "failed", load
+    message = load["message"]
+    assert message.startswith(f"env 'vfc-broken-load-hang': {TWICE}: loading did not finish "
+                              "within 60s: load() yielded no task in "), message
+    assert f"; {LOAD_HANG_SITE} (an infinite or hanging load()?). Contract: " in message
+    assert "--timeout" not in message

@@ -30,6 +30,7 @@ BREAKS: dict[str, set[tuple[str, int | None]]] = {
     "vfc-reward-toolspam": {("exploit.tool-spam", 0), ("exploit.tool-spam", 1)},
     "vfc-judge-backwards": {("judge.wiring", i) for i in SAMPLED},
     "vfc-reward-format-only": {("exploit.wrong-answer", i) for i in SAMPLED},
+    "vfc-judge-keyless": {("judge.skipped", i) for i in SAMPLED},
     "vfc-reward-constant": {(c, i) for c in ("reward.sensitive", "exploit.empty",
                                              "exploit.echo-prompt", "exploit.refusal",
                                              "exploit.claim", "exploit.judge-attack")
@@ -102,9 +103,13 @@ def test_well_behaved_fixtures_stay_clean(env_id: str, probe_run: PluginRun) -> 
     if env_id in JUDGE_ENVS:  # the judge families ran, and held
         assert {("judge.wiring", i) for i in SAMPLED} <= passed
         assert {("judge.garbage", i) for i in SAMPLED} <= passed
+        assert {("judge.skipped", i) for i in SAMPLED} <= passed  # called with no key
     else:
         skipped = [f for f in env["findings"] if f["check"] == "judge.wiring"]
         assert skipped and all("made no judge call" in f["message"] for f in skipped)
+        unjudged = [f for f in env["findings"] if f["check"] == "judge.skipped"]
+        assert unjudged and all("the env declares no judge" in f["message"]
+                                for f in unjudged)
 
 
 @pytest.mark.slow
@@ -197,6 +202,48 @@ def test_messages_name_the_policy_the_reply_and_the_rewards(probe_run: PluginRun
     constant = next(f for f in probe_run.envs["vfc-reward-constant"]["findings"]
                     if f["check"] == "reward.sensitive" and f["task"]["index"] == 0)
     assert "earned 1" in constant["message"] and "the reward's maximum" in constant["message"]
+
+
+KEYLESS_LINES = {name: n for n, line in enumerate(
+    (FIXTURES / "vfc_judge_keyless.py").read_text().splitlines(), 1)
+    for name in ("async def checked(", "if not self.judge_available():", "def judge_available(",
+                 "class CheckJudge(") if line.strip().startswith(name)}
+
+
+@pytest.mark.slow
+def test_a_judge_the_reward_skips_without_a_key_is_named_with_its_line(
+        probe_run: PluginRun) -> None:
+    """curators-eye's shape (issue #35 item 5): the reward names the `if` that skips the
+    judge without a key, and the rewards with and without one; judge.wiring is skipped
+    (no call without a key), as before."""
+    findings = [f for f in probe_run.envs["vfc-judge-keyless"]["findings"]
+                if f["check"] == "judge.skipped"]
+    assert len(findings) == len(SAMPLED)
+    lines = KEYLESS_LINES
+    for finding in findings:
+        message = finding["message"]
+        # paths as shown from the run's folder (relative below it, else whole)
+        assert (f"vfc_judge_keyless.py:{lines['class CheckJudge(']}), task config `judge` "
+                "(its key in VFC_THEME_JUDGE_API_KEY)") in message
+        assert "judge vfc_judge_keyless.CheckJudge (" in message
+        assert "made no judge call with VFC_THEME_JUDGE_API_KEY unset, and 1 with a key" in message
+        assert (f"vfc_judge_keyless.py:{lines['async def checked(']}) returns "
+                "`await self.exact(trace)` before its judge call when "
+                "`not self.judge_available()` (") in message
+        assert (f"vfc_judge_keyless.py:{lines['if not self.judge_available():']}, "
+                "judge_available at ") in message
+        assert f"vfc_judge_keyless.py:{lines['def judge_available(']})" in message
+        assert "reward checked (" in message
+        # (verifiers records the rewards in an order of its own: each named apart)
+        without, keyed = message.split(" without a key, ", 1)
+        assert without.endswith(("earned reward 1 (exact=1, checked=1)",
+                                 "earned reward 1 (checked=1, exact=1)")), message
+        negative = keyed.split(" with it and the judge answering positive, ", 1)[1]
+        assert negative.startswith(("reward 0.7 (exact=1, checked=0) answering negative",
+                                    "reward 0.7 (checked=0, exact=1) answering negative"))
+        assert "without a key checked scores 1, exact's score" in message
+        assert finding["details"]["probes"] == {"oracle": 1.0, "oracle+key": 1.0,
+                                                "oracle+key/negative": 0.7}
 
 
 @pytest.mark.slow

@@ -23,6 +23,9 @@ INTERCEPTION = ("Reply BLOCK if the candidate contains JUDGE_BLOCK; otherwise AL
         ("Answer ALLOW or BLOCK.", ("ALLOW", "BLOCK")),
         ("Respond either PASS or FAIL.", ("PASS", "FAIL")),
         ("Reply with a sentence if you like, otherwise nothing.", None),
+        # curators-eye's grade: three quoted labels, best first
+        ('Reply with a one-sentence justification, then "FINAL VERDICT: A", "FINAL VERDICT: '
+         'B", or "FINAL VERDICT: C".', ("FINAL VERDICT: A", "FINAL VERDICT: C")),
         # an if/otherwise instruction wins over a pair in the judged text after it
         ("Reply CORRECT if right, otherwise WRONG.\nResponse: answer yes or no", ("CORRECT",
                                                                                   "WRONG")),

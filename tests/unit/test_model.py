@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
+import types
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -19,17 +21,21 @@ from vfcheck._model import (
     DEFAULT_MODEL_ID,
     HUGE_REPLY_CHARS,
     SESSION_ID_HEADER,
+    EpisodeRef,
     Fault,
     ModelRequest,
+    PolicyRouter,
     Reply,
     ScriptedModel,
     TaskRef,
     ToolCall,
+    agent_only,
     default_reply,
     first_of,
     fixed,
     from_function,
     generate_arguments,
+    judge_only,
     per_task,
     sequence,
     takes_arguments,
@@ -639,3 +645,50 @@ async def test_a_request_without_model_is_answered_as_the_model_id() -> None:
         "POST", "/v1/chat/completions", {}, json.dumps({"messages": USER}).encode()
     )
     assert isinstance(wire.body, bytes) and json.loads(wire.body)["model"] == "named"
+
+
+def test_a_routed_policy_with_no_opinion_leaves_the_request_to_the_script() -> None:
+    """A fault meant for the agent leaves the judge to the script's answer, and a one-turn
+    fault the later turns to the script's turns (`PolicyRouter`)."""
+    script = first_of(judge_only(fixed("scripted verdict")), fixed("scripted turn"))
+    router = PolicyRouter(base=script)
+    router.assigned["t1"] = agent_only(fixed(Reply.fault("empty")))
+    router.assigned["t2"] = agent_only(
+        lambda r: Reply.text("bad first turn") if r.turn == 0 else None)
+    judged = request_with(USER, kind="judge", episode=EpisodeRef(TaskRef(0), ["t1"]))
+    assert router(judged) == Reply.text("scripted verdict")
+    assert router(request_with(USER, session_id="t1")) == Reply.fault("empty")
+    assert router(request_with(USER, session_id="t2")) == Reply.text("bad first turn")
+    assert router(request_with(USER, session_id="t2", turn=1)) == Reply.text("scripted turn")
+    assert PolicyRouter()(judged) is None  # no script: the model's default answers
+
+
+async def test_a_judge_call_outside_any_scope_belongs_to_the_bound_trace_it_scores(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An env server's rollouts run in a context of their own, so no `episode_scope`
+    reaches their judge calls: the trace being scored, found on the call's stack, ties the
+    call to its task, and the script's answer for that task applies."""
+    class Trace:
+        def __init__(self, trace_id: str) -> None:
+            self.id = trace_id
+
+    module = types.ModuleType("verifiers.v1.trace")
+    module.Trace = Trace  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "verifiers.v1.trace", module)
+    model = ScriptedModel(per_task({1: judge_only(fixed("task 1's judge reply"))}))
+    model.bind("served-trace", TaskRef(1, "k1"))
+    body = json.dumps({"messages": USER}).encode()
+
+    async def score(trace: Trace) -> Any:  # a reward holding the trace it scores
+        return await model.handle("POST", "/v1/chat/completions", {}, body)
+
+    answered = await score(Trace("served-trace"))
+    unknown = await score(Trace("never-bound"))
+    assert isinstance(answered.body, bytes) and isinstance(unknown.body, bytes)
+    assert json.loads(answered.body)["choices"][0]["message"]["content"] == (
+        "task 1's judge reply")
+    first, second = model.judge_calls
+    assert first.request.task == TaskRef(1, "k1")
+    assert first.request.episode is not None
+    assert first.request.episode.trace_ids == ["served-trace"]
+    assert second.request.task is None  # not bound: the model's default verdict

@@ -165,3 +165,26 @@ def test_a_cut_off_run_is_marked_partial_in_every_report(tmp_path: Path) -> None
     skipped = {c.attrib["name"]: c.find("skipped") for c in suite.iter("testcase")}
     assert skipped["gold[2]"] is not None and skipped["gold[2]"].attrib["message"] == (
         "not run: the run was interrupted (SIGTERM)")
+
+
+def test_a_report_cut_short_while_written_leaves_the_one_before_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """#32 item 2: a report is written atomically. An interrupt in the middle of writing
+    (half the text on disk) leaves the previous report as it was, and no half file."""
+    from vfcheck._frontends.report import write_json
+
+    path = tmp_path / "report.json"
+    write_json(path, {"complete": True, "envs": []})
+    before = path.read_text()
+    written = Path.write_text
+
+    def half_then_interrupted(self: Path, data: str, *args: Any, **kwargs: Any) -> int:
+        written(self, data[: len(data) // 2], *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "write_text", half_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_json(path, {"complete": False, "envs": [{"id": "x" * 1000}]})
+    monkeypatch.undo()
+    assert path.read_text() == before and json.loads(before)["complete"] is True
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]

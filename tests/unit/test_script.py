@@ -239,8 +239,8 @@ async def test_a_scripted_model_answers_the_bound_task() -> None:
             "task 1 (key 'a'), turn 1: unknown field `answer` (allowed: reply, tool, arguments,",
         ),
         ("colour = 1\n",
-         "top level: unknown field `colour` (allowed: seed, judge, task, default, http, "
-         "fallback)"),
+         "top level: unknown field `colour` (allowed: seed, judge, judge_reply, task, default, "
+         "http, fallback)"),
         (
             "[[task]]\nindex = 0\n[[task.turn]]\n",
             "task 1 (index 0), turn 1: a turn needs one of `reply`, `tool`, `calls` or `fault`, "
@@ -366,6 +366,22 @@ def test_judge_calls_get_the_scripted_verdict_never_a_turn() -> None:
 def test_without_judge_keys_judge_calls_get_the_models_default() -> None:
     policy = Script.from_toml('[[task]]\nindex = 0\n[[task.turn]]\nreply = "x"\n').policy()
     assert policy(judge_request(TaskRef(index=0, key="k"))) is None  # -> `positive`
+
+
+def test_a_top_level_judge_reply_answers_every_judge_call_a_task_does_not() -> None:
+    script = Script.from_toml('judge_reply = \'{"ok": true}\'\n[[task]]\nindex = 1\n'
+                              'judge = "negative"\n[[task]]\nindex = 2\njudge_reply = "B"\n')
+    policy = script.policy()
+    assert policy(judge_request(TaskRef(index=0))) == Reply.text('{"ok": true}')
+    assert policy(judge_request(None)) == Reply.text('{"ok": true}')  # mock-server serves it
+    assert policy(judge_request(TaskRef(index=1))) == Reply.verdict("negative")
+    # the raw reply (the judge's format) the checks that play verdicts say them in
+    assert [script.judge_reply_for(TaskRef(index=i)) for i in range(3)] == [
+        '{"ok": true}', None, "B"]
+    assert script.unservable_apart() is not None  # the [[task]] judges, not the top level
+    assert Script.from_toml("judge_reply = 'x'\n").unservable_apart() is None
+    with pytest.raises(ScriptError, match="give `judge` or `judge_reply`, not both"):
+        Script.from_toml('judge = "positive"\njudge_reply = "x"\n')
 
 
 def test_oracles_are_read_per_task_and_key_first() -> None:

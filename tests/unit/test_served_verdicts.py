@@ -190,3 +190,24 @@ def test_what_moves_between_in_process_plays_is_not_compared() -> None:
     assert outcome == "failed"
     assert observed.startswith("the served rollout recorded EnvError: x, which the in-process "
                                "play did not; the served trace differs")
+
+
+def test_a_served_error_is_written_as_the_in_process_play_writes_it() -> None:
+    """A harness exit with its stderr's traceback is the same line on both sides, so the
+    served rollout is not said to record an error the in-process play did not."""
+    from types import SimpleNamespace
+
+    from vfcheck._shared.error_text import condense
+    from vfcheck.checks.served import served_errors
+
+    stderr = ("harness 'vfcheck-chat' exited 1:  |            ^^^^^^^^^^^^^^^^^^^^^\n"
+              "    |   File \"/venv/httpx2/_client.py\", line 1, in send\n"
+              "    |     response = await self.send(\n"
+              "    | httpx2.ConnectError: [Errno 111] vfcheck runs offline\n"
+              "    +------------------------------------")
+    error = SimpleNamespace(type="HarnessError", message=stderr)
+    episode = SimpleNamespace(errors=[], traces=[SimpleNamespace(errors=[error])])
+    in_process = f"HarnessError: {condense(stderr)}"  # `EpisodeResult.errors`' line
+    assert served_errors(episode) == [in_process] == [
+        "HarnessError: harness 'vfcheck-chat' exited 1: ... httpx2.ConnectError: [Errno 111] "
+        "vfcheck runs offline"]

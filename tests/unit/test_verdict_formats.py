@@ -17,7 +17,7 @@ from vfcheck._model import ModelRequest, Reply, judge_parse
 from vfcheck._model.judge_parse import calling_judge, unreadable_judge
 from vfcheck._model.judges import label_source, prompt_candidates, render_verdict
 from vfcheck._model.types import TaskRef
-from vfcheck._model.verdict_formats import prompt_formats
+from vfcheck._model.verdict_formats import example_formats, prompt_formats
 
 SUMMARIZE = (  # the public `summarize` env's judge, as issue #35 quotes it
     "covered: how many of the reference's points the summary covers, from 0 to 3.\n"
@@ -160,3 +160,66 @@ def test_a_judge_that_reads_no_format_found_is_marked_unreadable_naming_what_was
     assert "ProtocolJudge" in why and "test_verdict_formats.py:" in why
     assert "'Assess the response by the house protocol.'" in why and "yes/no" in why
     assert unreadable_judge(7) == why
+
+
+# ----------------------------------------------- a script's judge_reply: the judge's format
+
+
+@pytest.mark.parametrize(
+    ("example", "prompt", "pair"),
+    [
+        ('{"faithful": true, "covered": 2}', SUMMARIZE,
+         ('{"faithful": true, "covered": 3}', '{"faithful": false, "covered": 0}')),
+        ('{"faithful": true, "covered": 3}', "Give the service's JSON verdict.",
+         ('{"faithful": true, "covered": 3}', '{"faithful": false, "covered": 0}')),
+        ('Reasoning: fine.\n{"ok": true}', "Grade it.",
+         ('Reasoning: fine.\n{"ok": true}', 'Reasoning: fine.\n{"ok": false}')),
+        ("<score>7</score>", TAGS, ("<score>10</score>", "<score>1</score>")),
+        ("Verdict: <grade>4</grade>", "Grade it.",
+         ("Verdict: <grade>4</grade>", "Verdict: <grade>0</grade>")),
+        ("8", "Rate it on a scale of 1 to 10.", ("10", "1")),
+        ("B", "Give the essay a letter grade (A-D).", ("A", "D")),
+    ],
+)
+def test_a_script_reply_gives_its_format_a_positive_and_a_negative_reply(
+        example: str, prompt: str, pair: tuple[str, str]) -> None:
+    formats = example_formats(example, prompt)
+    assert formats, example
+    assert (formats[0].positive, formats[0].negative) == pair
+    assert formats[0].where.startswith("the script's judge_reply")
+
+
+def test_a_script_reply_that_shows_no_format_adds_none_unless_it_is_a_label() -> None:
+    assert example_formats("VERDICT::ACCEPT", "Assess it.") == []
+    assert example_formats("{}", "Assess it.") == []  # an object that can say nothing
+    tried = prompt_candidates("Reply CORRECT if so, otherwise WRONG.", example="WRONG")
+    assert (tried[0].positive, tried[0].negative, tried[0].kind) == ("CORRECT", "WRONG",
+                                                                     "labels")
+    assert tried[0].where == "the script's judge_reply 'WRONG'"
+
+
+class ScriptedJsonJudge(JsonJudge):
+    """A judge whose prompt states no format, answered in a script's `judge_reply`'s."""
+
+    example = '{"faithful": true, "covered": 3}'
+
+    def complete(self, prompt: str, kind: str, parse: Any = None) -> Reply:
+        return render_verdict(Reply.verdict(kind, example=self.example), request(prompt))
+
+
+def test_a_script_reply_is_the_first_format_tried_and_reported_as_the_scripts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    judge_module(monkeypatch)
+    prompt = "Give the grading service's JSON verdict.\n\nResponse: hi"  # no example
+    judge = ScriptedJsonJudge()
+    positive = judge.complete(prompt, "positive", parse=judge.parse)
+    negative = judge.complete(prompt, "negative", parse=judge.parse)
+    assert (positive.content, negative.content) == (judge.example,
+                                                    '{"faithful": false, "covered": 0}')
+    assert positive.unreadable is None and unreadable_judge(0) is None
+    assert label_source(request(prompt), positive) == (
+        "a JSON object (faithful: bool, covered: int), in the format of the script's "
+        f"judge_reply {judge.example!r}")
+    unchecked = render_verdict(Reply.verdict("negative", example=judge.example),
+                               request(prompt))  # no judge on the stack: still tried first
+    assert unchecked.content == '{"faithful": false, "covered": 0}'

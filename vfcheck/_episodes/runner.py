@@ -16,12 +16,11 @@ import itertools
 import json
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vfcheck._episodes.error_text import condense
 from vfcheck._episodes.harness_deps import HarnessDependencyError, dependency_problem
 from vfcheck._episodes.load_errors import (
     EnvArgError,
@@ -31,6 +30,7 @@ from vfcheck._episodes.load_errors import (
     load_error_cause,
     rejected_args,
 )
+from vfcheck._episodes.load_progress import LoadProgress
 from vfcheck._episodes.offline import (
     DEFAULT_API_KEY_VAR,
     MOCK_API_KEY_VAR,
@@ -49,6 +49,7 @@ from vfcheck._model import (
     TaskRef,
     episode_scope,
 )
+from vfcheck._shared.error_text import condense
 
 REAL_MODEL_DEFAULT = "gpt-4.1-mini"
 """The model name sent to a real `base_url` when none is given."""
@@ -166,13 +167,14 @@ def load_env(
     return env, tiers
 
 
-def load_tasks(env: Any, num_tasks: int | None, *, infinite_sample: int | None = None
-               ) -> list[Any]:
+def load_tasks(env: Any, num_tasks: int | None, *, infinite_sample: int | None = None,
+               progress: LoadProgress | None = None) -> list[Any]:
     """The env's tasks in `load()` order. An infinite taskset needs `num_tasks`, or
-    `infinite_sample`: how many of its first tasks a check run takes (its `--sample`)."""
+    `infinite_sample`: how many of its first tasks a check run takes (its `--sample`).
+    `progress` notes each task as `load()` yields it (the `load` check's deadline)."""
     if num_tasks is None and infinite_sample is not None and is_infinite(env):
         num_tasks = infinite_sample
-    return [with_index(task, i) for i, task in enumerate(_iterate(env, num_tasks))]
+    return [with_index(task, i) for i, task in enumerate(_iterate(env, num_tasks, progress))]
 
 
 def is_infinite(env: Any) -> bool:
@@ -191,16 +193,15 @@ def with_index(task: Any, position: int) -> Any:
     return clone
 
 
-def _iterate(env: Any, num_tasks: int | None) -> list[Any]:
+def _iterate(env: Any, num_tasks: int | None, progress: LoadProgress | None) -> list[Any]:
     taskset = env.taskset
-    if num_tasks is not None:
-        return list(itertools.islice(iter(taskset), num_tasks))
-    if is_infinite(env):
+    if num_tasks is None and is_infinite(env):
         raise EnvLoadError(
             f"env {env.config.env_id!r}: {type(env.taskset).__name__} is infinite "
             "(INFINITE = True); bound it with -n N / --vf-num-tasks N"
         )
-    return list(taskset)
+    tasks: Iterable[Any] = iter(taskset) if progress is None else progress.watch(taskset)
+    return list(tasks if num_tasks is None else itertools.islice(tasks, num_tasks))
 
 
 def task_info(task: Any) -> TaskInfo:

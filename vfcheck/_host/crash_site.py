@@ -36,6 +36,7 @@ from vfcheck._host.env_code import (
     hook_of,
     method_hook,
 )
+from vfcheck._shared.error_text import Leaf, condense, group_leaves
 
 FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]+)$', re.M)
 CHAINED = re.compile(r"^(?:The above exception was the direct cause of the following exception:"
@@ -96,10 +97,24 @@ CRASH_SITES = EnvKnowledge()
 
 
 def located(error_type: str, message: str, traceback_text: str | None) -> str:
-    """`Type: message`, followed by where env code raised when its traceback shows it."""
-    line = f"{error_type}: {message}"
+    """`Type: message`, followed by where env code raised when its traceback shows it. A
+    traceback in the message (a harness program's stderr) is condensed to its exception
+    line; an exception group, in the message or the traceback, to its leaf exceptions, each
+    with where env code raised it (`vfcheck._shared.error_text`)."""
+    line = f"{error_type}: {condense(message, leaf_site)}"
+    leaves = group_leaves(traceback_text) if traceback_text else []
+    if leaves := [leaf for leaf in leaves if leaf.exception not in line]:
+        return f"{line}: " + "; ".join(
+            leaf.exception + (f" ({where})" if (where := leaf_site(leaf)) else "")
+            for leaf in leaves)
     site = site_in_traceback(traceback_text) if traceback_text else None
     return f"{line} ({site.describe()})" if site is not None else line
+
+
+def leaf_site(leaf: Leaf) -> str | None:
+    """Where env code raised an exception group's leaf, from its own traceback."""
+    site = site_in_traceback(leaf.traceback)
+    return site.describe() if site is not None else None
 
 
 def located_error(error: Any) -> str:

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import NoReturn
 
+from vfcheck._model.judge_parse import scored_trace_id
 from vfcheck._model.judges import default_judge_policy, render_verdict
 from vfcheck._model.offline_http import HttpAnswer, OfflineHttp
 from vfcheck._model.policies import default_reply, default_text, first_of, tool_policy
@@ -76,6 +77,9 @@ class ScriptedModelCore:
         self._turns: dict[str | EpisodeRef | None, int] = {}
         self._bound: dict[str, TaskRef] = {}
         self._episodes: dict[str, EpisodeRef] = {}
+        self._scored: dict[str, EpisodeRef] = {}
+        """Bound traces scored outside any `episode_scope`, as the episode of their judge
+        calls (`_scored_episode`)."""
         self._model_ids: dict[str, None] = {model_id: None}
         self.await_binding: Callable[[str], Awaitable[None]] | None = None
         """Awaited before answering an agent turn of a session nobody has bound yet: a served
@@ -158,7 +162,7 @@ class ScriptedModelCore:
                 episode = self._episodes.get(session_id)
             task = self.task_for(session_id)
         else:  # a judge call, made in the scope of the episode it scores (if any)
-            episode = current_episode()
+            episode = current_episode() or self._scored_episode()
             task = episode.task if episode is not None else None
         counter = session_id if session_id is not None else episode
         with self._lock:
@@ -184,6 +188,21 @@ class ScriptedModelCore:
         response = render(reply, request, self.seed, self.model_id)
         self._record(RequestRecord(request, reply, response.status))
         return response
+
+    def _scored_episode(self) -> EpisodeRef | None:
+        """The episode of a judge call made outside any `episode_scope` (an env server's
+        rollout runs in a context of its own): the bound trace being scored, found on the
+        call's stack (`judge_parse.scored_trace_id`), so the script's answer for its task
+        and the policy of its play apply there too."""
+        trace_id = scored_trace_id()
+        if trace_id is None:
+            return None
+        with self._lock:
+            episode = self._episodes.get(trace_id) or self._scored.get(trace_id)
+            task = self._bound.get(trace_id)
+            if episode is None and task is not None:  # one per trace: its judge turns count
+                episode = self._scored[trace_id] = EpisodeRef(task, [trace_id])
+        return episode
 
     def _decide(self, request: ModelRequest) -> Reply:
         """The policy's reply, a verdict rendered for this request; a raising policy is a

@@ -22,10 +22,12 @@ from typing import Any
 
 from vfcheck._shared.paths import shown_path
 
-__all__ = ["CallingJudge", "calling_judge", "note_unreadable", "unreadable_judge"]
+__all__ = ["CallingJudge", "calling_judge", "note_unreadable", "scored_trace_id",
+           "unreadable_judge"]
 
 _MAX_DEPTH = 80
 _JUDGE_MODULE = "verifiers.v1.judge"
+_TRACE_MODULE = "verifiers.v1.trace"
 _UNREADABLE: dict[int | None, str] = {}
 """Task index (None: a call of no known task) -> why its judge could not be answered in a
 format it reads. One env per worker process, so this is the env's."""
@@ -93,6 +95,27 @@ def calling_judge() -> CallingJudge | None:
                 cls = type(judge)
                 return CallingJudge(f"{cls.__module__}.{cls.__qualname__}", _where(cls),
                                     frame.f_locals.get("parse"), response_type)
+        frame = frame.f_back
+    return None
+
+
+def scored_trace_id() -> str | None:
+    """The id of the trace whose scoring makes the judge call on this stack: the `trace`
+    `Judge.complete` records it on, else the nearest `trace` a caller (a `@vf.reward`,
+    `Task.score`) holds. A judge call made where no `episode_scope` reaches (an env server's
+    rollouts run in a context of their own) is tied to its episode by it."""
+    module = sys.modules.get(_TRACE_MODULE)
+    trace_type = getattr(module, "Trace", None)
+    if trace_type is None:
+        return None
+    frame: FrameType | None = sys._getframe(1)
+    for _ in range(_MAX_DEPTH):
+        if frame is None:
+            return None
+        trace = frame.f_locals.get("trace")
+        if isinstance(trace, trace_type):
+            trace_id = getattr(trace, "id", None)
+            return trace_id if isinstance(trace_id, str) else None
         frame = frame.f_back
     return None
 

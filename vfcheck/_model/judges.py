@@ -41,7 +41,7 @@ from vfcheck._model.judge_parse import calling_judge, note_unreadable
 from vfcheck._model.policies import judge_only
 from vfcheck._model.schema_args import KEEP, generate_arguments, number_bounds, schema_type
 from vfcheck._model.types import ModelRequest, Policy, Reply, Verdict
-from vfcheck._model.verdict_formats import VerdictFormat, prompt_formats
+from vfcheck._model.verdict_formats import VerdictFormat, example_formats, prompt_formats
 
 __all__ = [
     "DEFAULT_VERDICT",
@@ -87,6 +87,13 @@ _QUOTED_PAIR = re.compile(
     rf"[{_QUOTE_OPEN}](?P<b>{_LABEL})[{_QUOTE_CLOSE}]",
     re.IGNORECASE,
 )
+_QUOTED_LIST = re.compile(
+    rf"[{_QUOTE_OPEN}](?P<a>{_LABEL})[{_QUOTE_CLOSE}](?:\s*,\s*[{_QUOTE_OPEN}]{_LABEL}"
+    rf"[{_QUOTE_CLOSE}])+\s*,?\s*(?:or|/|\|)\s*[{_QUOTE_OPEN}](?P<b>{_LABEL})[{_QUOTE_CLOSE}]",
+    re.IGNORECASE,
+)
+"""Three or more quoted labels, best first (`"VERDICT: A", "VERDICT: B", or "VERDICT: C"`,
+curators-eye's grade): the first is positive, the last negative, not the last two."""
 _VERB = r"(?i:reply|respond|answer|output|say|return|write|print)(?:\s+(?i:with|only|just))*"
 _BARE_LABEL = r"[A-Z][A-Z0-9_]*(?![\w])"
 """An unquoted label: a word in capitals (`BLOCK`, `CORRECT`, `A`)."""
@@ -119,10 +126,14 @@ _VERDICT_NAMES = re.compile(
 _RUBRIC_REASON = "scripted verdict (vfcheck)"
 
 
-def judge_policy(answer: Verdict | str | Reply, *, labels: tuple[str, str] | None = None) -> Policy:
+def judge_policy(answer: Verdict | str | Reply, *, labels: tuple[str, str] | None = None,
+                 example: str | None = None) -> Policy:
     """Answer every judge call with `answer` (a verdict kind, or any `Reply`, e.g.
-    `Reply.text("raw text")`); no opinion on agent turns. Compose with `first_of`."""
-    reply = answer if isinstance(answer, Reply) else Reply.verdict(answer, labels=labels)
+    `Reply.text("raw text")`); no opinion on agent turns. Compose with `first_of`.
+    `example`: a reply in the judge's own format (a script's `judge_reply`), whose format
+    a verdict takes first (`verdict_formats.example_formats`)."""
+    reply = (answer if isinstance(answer, Reply)
+             else Reply.verdict(answer, labels=labels, example=example))
     return judge_only(lambda request: reply)
 
 
@@ -156,7 +167,7 @@ def render_verdict(reply: Reply, request: ModelRequest, seed: int = 0) -> Reply:
     schema = request.response_schema
     criteria = rubric_criteria(prompt)
     if reply.labels is None and schema is None and not (criteria and '"verdicts"' in prompt):
-        return _in_prompt_format(kind, request)
+        return _in_prompt_format(kind, request, reply.example)
     labels = (reply.labels or read_labels(prompt) or schema_labels(schema)
               or FALLBACK_LABELS)
     if schema is not None:
@@ -170,29 +181,42 @@ def render_verdict(reply: Reply, request: ModelRequest, seed: int = 0) -> Reply:
     return Reply(content=content, verdict_kind=kind, labels=labels)
 
 
-def prompt_candidates(prompt: str) -> list[VerdictFormat]:
+def prompt_candidates(prompt: str, example: str | None = None) -> list[VerdictFormat]:
     """The verdict formats to try on a judge with neither a schema nor labels given, in
-    order: a JSON example or tags the prompt writes, its labels, a scale or a letter grade
-    it states, and `yes`/`no` last."""
+    order: the format of `example` (a script's `judge_reply`: its JSON object, tags,
+    number or grade, or the prompt's labels when it is one of them), a JSON example or tags
+    the prompt writes, its labels, a scale or a letter grade it states, and `yes`/`no`
+    last."""
     formats = prompt_formats(prompt)
     structural = [f for f in formats if f.kind.startswith(("a JSON", "a score in"))]
     others = [f for f in formats if f not in structural]
     labels = read_labels(prompt)
     read = [VerdictFormat(*labels, kind="labels", where="its prompt")] if labels else []
     fallback = VerdictFormat(*FALLBACK_LABELS, kind="labels", where="fallback (none read)")
-    return [*structural, *read, *others, fallback]
+    scripted: list[VerdictFormat] = []
+    if example is not None:
+        said = example.strip().casefold()
+        for pair in [labels] if labels else []:
+            if said in (pair[0].casefold(), pair[1].casefold()):
+                scripted.append(VerdictFormat(*pair, kind="labels",
+                                              where=f"the script's judge_reply {example!r}"))
+        scripted += [] if scripted else example_formats(example, prompt)
+    return [*scripted, *structural, *read, *others, fallback]
 
 
-def _in_prompt_format(kind: Verdict, request: ModelRequest) -> Reply:
+def _in_prompt_format(kind: Verdict, request: ModelRequest, example: str | None = None
+                      ) -> Reply:
     """A verdict in the first format the judge's own parser accepts and tells apart (when
-    vfcheck cannot reach the parser: the labels read, else the first format); none
-    accepted: a reply no format says, marked `unreadable` with what was tried."""
+    vfcheck cannot reach the parser: the script's reply's format, else the labels read,
+    else the first format); none accepted: a reply no format says, marked `unreadable`
+    with what was tried."""
     prompt = request.prompt_text
-    candidates = prompt_candidates(prompt)
+    candidates = prompt_candidates(prompt, example)
     judge = calling_judge()
     if judge is None or judge.parse is None:  # unchecked: labels read win, as they did
         chosen: VerdictFormat | None = next(
-            (c for c in candidates if c.where == "its prompt"), candidates[0])
+            (c for c in candidates if c.where.startswith(("the script's", "its prompt"))),
+            candidates[0])
     else:
         chosen = next((c for c in candidates if judge.tells_apart(c.positive, c.negative)),
                       None)
@@ -210,8 +234,11 @@ def _in_prompt_format(kind: Verdict, request: ModelRequest) -> Reply:
         content = garbage_text(labels)
     else:
         content = labels[0] if kind is Verdict.POSITIVE else labels[1]
-    described = (None if chosen.kind == "labels"
-                 else f"{chosen.kind}, read from its prompt: {chosen.where!r}")
+    if chosen.where.startswith("the script's"):
+        described: str | None = f"{chosen.kind}, in the format of {chosen.where}"
+    else:
+        described = (None if chosen.kind == "labels"
+                     else f"{chosen.kind}, read from its prompt: {chosen.where!r}")
     return Reply(content=content, verdict_kind=kind, labels=labels, verdict_format=described)
 
 
@@ -258,6 +285,10 @@ def read_labels(prompt: str) -> tuple[str, str] | None:
     for match in _VERB_OR.finditer(prompt):
         a, b = match.group("a"), match.group("b")
         if a != b:
+            found.append((match.end(), _polarised(a, b)))
+    for match in _QUOTED_LIST.finditer(prompt):  # before the pairs it ends with: a tie
+        a, b = match.group("a").strip(), match.group("b").strip()  # goes to the list
+        if a and b and a.casefold() != b.casefold():
             found.append((match.end(), _polarised(a, b)))
     for match in _QUOTED_PAIR.finditer(prompt):
         a, b = match.group("a").strip(), match.group("b").strip()

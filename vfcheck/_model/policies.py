@@ -143,6 +143,11 @@ class PolicyRouter:
     mint (`on_trace` fires before the first model request), so fault episodes run
     concurrently with happy ones on the same mock. A judge call has no trace id of its own:
     the policy assigned to any trace of its episode applies.
+
+    What an assigned policy has no opinion on, `base` (the user's script) answers: a fault
+    meant for the agent leaves the episode's judge calls to the script's `judge`/
+    `judge_reply`, and the turns after a one-turn fault to the script's turns, as in every
+    other play of the task.
     """
 
     base: Policy | None = None
@@ -150,7 +155,10 @@ class PolicyRouter:
 
     def __call__(self, request: ModelRequest) -> Reply | None:
         policy = self.policy_for(request)
-        return None if policy is None else policy(request)
+        answer = None if policy is None else policy(request)
+        if answer is None and policy is not self.base and self.base is not None:
+            answer = self.base(request)
+        return answer
 
     def policy_for(self, request: ModelRequest) -> Policy | None:
         if request.session_id is not None:

@@ -212,6 +212,8 @@ class Script(BaseModel):
     seed: int = 0
     judge: Verdict | None = None
     """The verdict of judge calls no listed task answers; None: the model's default."""
+    judge_reply: str | None = None
+    """The raw reply to judge calls no listed task answers (the judge's own format)."""
     task: list[ScriptTask] = Field(default_factory=list)
     default: ScriptTurns | None = None
     http: list[ScriptHttp] = Field(default_factory=list)
@@ -221,6 +223,8 @@ class Script(BaseModel):
 
     @model_validator(mode="after")
     def _tasks_listed_once(self) -> Script:
+        if self.judge is not None and self.judge_reply is not None:
+            raise ValueError("give `judge` or `judge_reply`, not both")
         seen: set[tuple[str, int | str]] = set()
         for task in self.task:
             selector = ("key", task.key) if task.key is not None else ("index", task.index or 0)
@@ -291,12 +295,21 @@ class Script(BaseModel):
 
     def judge_for(self, task: TaskRef | None) -> Reply | None:
         """The reply to a judge call of `task`'s episode: the task's `judge`/`judge_reply`,
-        else the script's `judge`, else None (the scripted model's default verdict)."""
+        else the script's, else None (the scripted model's default verdict)."""
         listed = self.listed(task)
         answer = listed.judge_answer() if listed is not None else None
+        if answer is None and self.judge_reply is not None:
+            answer = Reply.text(self.judge_reply)
         if answer is None and self.judge is not None:
             answer = Reply.verdict(self.judge)
         return answer
+
+    def judge_reply_for(self, task: TaskRef | None) -> str | None:
+        """The raw judge reply the script gives for `task` (its own, else the script's), if
+        any: the judge's format, which the checks that play verdicts on purpose (the reward
+        probes, `judge.*`) say their verdicts in."""
+        answer = self.judge_for(task)
+        return answer.content if answer is not None and answer.verdict_kind is None else None
 
     def unservable_apart(self) -> str | None:
         """Why `vfcheck mock-server` cannot play this script as `check` does, or None. In

@@ -118,6 +118,9 @@ class Reply:
     unreadable: str | None = None
     """Set on a rendered verdict when the judge's own parser read none of the formats
     tried: the judge class, its prompt's line and what was tried (checks skip on it)."""
+    example: str | None = None
+    """A reply in the judge's own format (a script's `judge_reply`): a verdict is said in
+    the format it is written in before any format read from the prompt."""
 
     def __post_init__(self) -> None:
         if self.fault_kind is Fault.STATUS:
@@ -182,14 +185,17 @@ class Reply:
         )
 
     @classmethod
-    def verdict(cls, kind: Verdict | str, *, labels: tuple[str, str] | None = None) -> Reply:
+    def verdict(cls, kind: Verdict | str, *, labels: tuple[str, str] | None = None,
+                example: str | None = None) -> Reply:
         """A judge's verdict, e.g. `Reply.verdict("negative")`, rendered for the request it
         answers: the label itself, or a JSON object for a judge with a `response_format`
-        schema. `labels` (positive, negative) overrides the ones read from the prompt."""
+        schema. `labels` (positive, negative) overrides the ones read from the prompt;
+        `example`, a reply in the judge's format (a script's `judge_reply`), is the format
+        tried first."""
         if labels is not None and len(labels) != 2:
             raise ValueError(f"labels are (positive, negative), got {labels!r}")
         pair = None if labels is None else (str(labels[0]), str(labels[1]))
-        return cls(verdict_kind=Verdict(kind), labels=pair)
+        return cls(verdict_kind=Verdict(kind), labels=pair, example=example)
 
     @property
     def finish_reason(self) -> Literal["stop", "tool_calls"]:

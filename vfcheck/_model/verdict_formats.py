@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["VerdictFormat", "prompt_formats"]
+__all__ = ["VerdictFormat", "example_formats", "prompt_formats"]
 
 
 @dataclass(frozen=True)
@@ -104,15 +104,28 @@ def _json_objects(prompt: str) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _json_format(prompt: str) -> VerdictFormat | None:
-    """The prompt's last JSON example, its fields set to say each verdict: booleans
-    true/false, numbers the top/bottom of a range stated on a line naming the field (else
-    the example's value, at least 1, and 0); strings as written."""
+    """The prompt's last JSON example, its fields set to say each verdict (`_json_pair`)."""
     if "json" not in prompt.casefold():
         return None
     objects = _json_objects(prompt)
     if not objects:
         return None
     start, example = objects[-1]
+    pair = _json_pair(example, prompt)
+    if pair is None:
+        return None
+    return VerdictFormat(*pair, _json_kind(example), _line_of(prompt, start))
+
+
+def _json_kind(example: dict[str, Any]) -> str:
+    fields = ", ".join(f"{name}: {type(value).__name__}" for name, value in example.items())
+    return f"a JSON object ({fields})"
+
+
+def _json_pair(example: dict[str, Any], prompt: str) -> tuple[str, str] | None:
+    """`example`'s fields set to say each verdict: booleans true/false, numbers the
+    top/bottom of a range stated on a prompt line naming the field (else the example's
+    value, at least 1, and 0); strings as written. None when no field can say it."""
     positive: dict[str, Any] = {}
     negative: dict[str, Any] = {}
     for name, value in example.items():
@@ -131,9 +144,51 @@ def _json_format(prompt: str) -> VerdictFormat | None:
             positive[name] = negative[name] = value
     if positive == negative:
         return None
-    fields = ", ".join(f"{name}: {type(value).__name__}" for name, value in example.items())
-    return VerdictFormat(json.dumps(positive), json.dumps(negative),
-                         f"a JSON object ({fields})", _line_of(prompt, start))
+    return json.dumps(positive), json.dumps(negative)
+
+
+def example_formats(example: str, prompt: str) -> list[VerdictFormat]:
+    """The verdict formats a reply written in the judge's format (a script's
+    `judge_reply`) shows: a JSON object, a number in tags, a bare number, or a letter
+    grade, said positive and negative with the ranges the prompt states (else from the
+    example's value and 0); the text around a JSON object or tags is kept. Empty when the
+    reply shows none of these (a label: the prompt's labels are tried after it)."""
+    where = f"the script's judge_reply {_clip(example)!r}"
+    found: list[VerdictFormat] = []
+    for match in re.finditer(r"\{[^{}]*\}", example):
+        try:
+            value = json.loads(match.group(0))
+        except ValueError:
+            continue
+        if isinstance(value, dict) and value and (pair := _json_pair(value, prompt)):
+            head, tail = example[:match.start()], example[match.end():]
+            found.append(VerdictFormat(f"{head}{pair[0]}{tail}", f"{head}{pair[1]}{tail}",
+                                       _json_kind(value), where))
+            break
+    tagged = re.search(rf"<(?P<tag>[A-Za-z][\w-]{{0,30}})>\s*(?P<n>{_NUMBER})\s*</(?P=tag)>",
+                       example)
+    if tagged is not None and not found:
+        tag, value = tagged.group("tag"), _number(tagged.group("n"))
+        low, high = _stated_range(prompt) or (0, max(value, 1))
+        head, tail = example[:tagged.start()], example[tagged.end():]
+        found.append(VerdictFormat(f"{head}<{tag}>{high}</{tag}>{tail}",
+                                   f"{head}<{tag}>{low}</{tag}>{tail}",
+                                   f"a score in <{tag}> tags, {low} to {high}", where))
+    bare = example.strip()
+    if re.fullmatch(_NUMBER, bare):
+        value = _number(bare)
+        low, high = _stated_range(prompt) or (0, max(value, 1))
+        found.append(VerdictFormat(str(high), str(low), f"a number from {low} to {high}",
+                                   where))
+    elif re.fullmatch(r"[A-F][+-]?", bare):
+        letter = _letter_format(prompt)
+        worst = letter.negative if letter is not None else "F"
+        found.append(VerdictFormat("A", worst, f"a letter grade, A to {worst}", where))
+    return found
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _tag_format(prompt: str) -> VerdictFormat | None:

@@ -70,8 +70,12 @@ def write_atomically(path: Path, content: str | bytes) -> None:
     behind (a temporary file beside it, then a rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    if isinstance(content, bytes):
-        tmp.write_bytes(content)
-    else:
-        tmp.write_text(content, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        if isinstance(content, bytes):
+            tmp.write_bytes(content)
+        else:
+            tmp.write_text(content, encoding="utf-8")
+        tmp.replace(path)
+    except BaseException:  # a Ctrl-C mid-write: the report before stays, the half goes
+        tmp.unlink(missing_ok=True)
+        raise

@@ -183,6 +183,17 @@ class CheckContext:
         oracle: str | None = script.oracle_for(TaskRef(task.data.idx, str(task.key)))
         return oracle
 
+    def script_judge_reply(self, task: Any) -> str | None:
+        """The raw judge reply the script gives for `task` (`judge_reply`), if any: the
+        judge's own format, in which the checks that play verdicts on purpose say them."""
+        script = self.script_file
+        if script is None or not hasattr(script, "judge_reply_for"):
+            return None
+        from vfcheck._model import TaskRef
+
+        reply: str | None = script.judge_reply_for(TaskRef(task.data.idx, str(task.key)))
+        return reply
+
     async def shared(self, key: str,
                      opener: Callable[[CheckContext, contextlib.AsyncExitStack], Awaitable[T]]
                      ) -> T:

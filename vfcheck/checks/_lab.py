@@ -76,8 +76,8 @@ class GoldenPlan:
 
 def agent_fault(reply: Any) -> Any:
     """`reply` (a `vfcheck._model.Reply`) to every agent turn of an episode; its judge calls
-    keep the default verdict, since a fault meant for the agent must not also break the
-    judge that scores it."""
+    are left to the script's answer, else the default verdict, since a fault meant for the
+    agent must not also break the judge that scores it."""
     from vfcheck._model import agent_only, fixed
 
     return agent_only(fixed(reply))
@@ -147,13 +147,19 @@ def dead_server_block(results: Sequence[Any], index: int) -> str | None:
 
 
 def blocked_before_model(result: Any) -> str | None:
-    """Why an episode never reached the model, when env code failed first (a `@vf.stop`
-    returning a non-bool): the preview scenarios then have nothing to judge, and `episode`
-    reports the cause."""
-    errors = env_code_errors(result)
-    if not errors or any(t.calls for t in result.traces):
+    """Why an episode never reached the model, when it ended with an error before its first
+    request: env code failed first (a `@vf.stop` returning a non-bool), or the harness did
+    (it could not reach the task's remote tool server offline, and exited). The preview
+    scenarios then have nothing to judge, and `episode` reports the cause. Not an episode
+    the runner's deadline ended: a hang is the preview check's own to confirm."""
+    if result.unfinished or any(t.calls or t.pending for t in result.traces):
         return None
-    return f"env code failed before the first model request ({errors[0]})"
+    if errors := env_code_errors(result):
+        return f"env code failed before the first model request ({errors[0]})"
+    errors = [e for e in result.errors(located_error) if not e.startswith("runner:")]
+    if errors:
+        return f"the episode ended before the first model request ({errors[0]})"
+    return None
 
 
 class EpisodeLab:
@@ -353,9 +359,13 @@ class EpisodeLab:
             self.router.assigned[trace.id] = hang
 
         async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared(), line=self._line):
+            started = asyncio.get_running_loop().time()
             traces, seen = await play_cancelled(self.runner, task, assign, wait=self.timeout,
                                                 settle=CANCEL_SETTLE)
-        if not seen and task.data.idx not in self.dead_servers:
+            waited = asyncio.get_running_loop().time() - started
+        # a deadline only when the wait ran out: an episode that ended on its own before
+        # its first request (a harness that exited) hit none
+        if not seen and waited >= self.timeout and task.data.idx not in self.dead_servers:
             deadline_hit(f"no model request within the {self.timeout:g}s deadline")
         return traces, seen
 
@@ -369,8 +379,8 @@ async def play_reply(ctx: CheckContext, task: Any, reply: str | None = None) -> 
     """Play `task` once against the scripted model, every agent turn answered with `reply`
     (None: the run's script, or the default policy), through the run's episode lab: an
     `EpisodeResult` (`.reward`, `.traces`, `.ok`). The public way for a check of one's own
-    to play an episode (`vfcheck.checks.play_reply`); its judge calls keep the default
-    verdict."""
+    to play an episode (`vfcheck.checks.play_reply`); its judge calls get the script's
+    answer, else the default verdict."""
     from vfcheck._model import Reply
 
     lab = await episode_lab(ctx)

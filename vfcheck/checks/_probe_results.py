@@ -53,6 +53,8 @@ class ProbeResult:
     """The runner's deadline ended the episode (`EpisodeResult.unfinished`)."""
     argless_tools: list[str] = field(default_factory=list)
     """Those of `env_tools` that take no arguments (calling one is the work, not a guess)."""
+    judge_exchanges: list[dict[str, Any]] = field(default_factory=list)
+    """What each judge call was asked and answered (`vfcheck.checks._judge_calls`)."""
 
     def describe(self) -> str:
         """`reward 1 (echoed=1)`, or what kept it from being scored."""
@@ -68,7 +70,8 @@ class ProbeResult:
                 "reward": self.reward, "rewards": self.rewards, "errors": self.errors[:3],
                 "judge_calls": self.judge_calls, "turns": self.turns,
                 **({"format": self.format} if self.format else {}),
-                **({"judges": self.judges} if self.judges else {})}
+                **({"judges": self.judges} if self.judges else {}),
+                **({"judge_exchanges": self.judge_exchanges} if self.judge_exchanges else {})}
 
 
 @dataclass(frozen=True)

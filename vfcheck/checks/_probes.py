@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from vfcheck._host.attempts import deadline_hit
 from vfcheck._host.crash_site import located_error
 from vfcheck.checks._answer_formats import BARE, SCRIPT, AnswerFormat, candidate_formats
+from vfcheck.checks._judge_calls import judge_exchanges
 from vfcheck.checks._lab import episode_lab
 from vfcheck.checks._probe_results import (
     OracleChoice,
@@ -256,7 +257,8 @@ class ProbeLab:
         labels a plugged judge declares), then its agent policy."""
         from vfcheck._model import first_of, judge_policy
 
-        return first_of(judge_policy(probe.judge, labels=self.judge_labels(task)), probe.agent)
+        return first_of(judge_policy(probe.judge, labels=self.judge_labels(task),
+                                     example=self.ctx.script_judge_reply(task)), probe.agent)
 
     async def _play(self, task: Any, probe: Probe) -> ProbeResult:
         result = await self.lab.play(task, self.policy_of(task, probe))
@@ -306,7 +308,7 @@ class ProbeLab:
             turns=len(agent), env_tools=env_tools,
             argless_tools=[n for n in env_tools if not takes_arguments(offered[n])],
             runner_error=result.runner_error, unfinished=result.unfinished, weights=weights,
-            judges=judges,
+            judges=judges, judge_exchanges=judge_exchanges(result.traces),
             format=probe.format)
 
     async def alone_results(self, task: Any, results: Mapping[str, ProbeResult]
@@ -335,23 +337,24 @@ class ProbeLab:
         """The task's base reply (the oracle, else a claim of success) scored under each
         judge verdict in `kinds`, played at once; only the first where it made no judge
         call (the other verdicts would change nothing)."""
-        choice = await self.oracle_choice(task)
-        if choice is not None:
-            def variant(kind: Verdict) -> Probe:
-                name = "oracle" if kind == "positive" else f"oracle/{kind}"
-                return self.format_probe(name, kind, choice.best, choice.reference.answer)
-        else:
-            claim = self.probe("claim", task)
-            assert claim is not None
-
-            def variant(kind: Verdict) -> Probe:
-                name = claim.name if kind == claim.judge else f"{claim.name}/{kind}"
-                return dataclasses.replace(claim, judge=kind, name=name)
-        first = await self.play(task, variant(kinds[0]))
+        first = await self.play(task, await self.base_probe(task, kinds[0]))
         if not first.judge_calls:
             return {kinds[0]: first}
-        played = await asyncio.gather(*(self.play(task, variant(k)) for k in kinds[1:]))
+        probes = [await self.base_probe(task, kind) for kind in kinds[1:]]
+        played = await asyncio.gather(*(self.play(task, probe) for probe in probes))
         return dict(zip(kinds, [first, *played], strict=True))
+
+    async def base_probe(self, task: Any, kind: Verdict) -> Probe:
+        """The task's base reply (the oracle in its best format, else a claim of success)
+        with judges answering `kind`."""
+        choice = await self.oracle_choice(task)
+        if choice is not None:
+            name = "oracle" if kind == "positive" else f"oracle/{kind}"
+            return self.format_probe(name, kind, choice.best, choice.reference.answer)
+        claim = self.probe("claim", task)
+        assert claim is not None
+        name = claim.name if kind == claim.judge else f"{claim.name}/{kind}"
+        return dataclasses.replace(claim, judge=kind, name=name)
 
     async def trivial_results(self, task: Any) -> dict[str, ProbeResult]:
         """Every trivial probe of `task` that applies, by probe name (played at once)."""

@@ -14,11 +14,15 @@ from vfcheck._shared.findings import Finding
 
 __all__ = ["unless_judge_unread"]
 
+CALLS_NOT_VERDICTS = frozenset({"judge.skipped"})
+"""Checks whose verdict is whether the judge is called at all, never what it said."""
+
 
 def unless_judge_unread(finding: Finding) -> Finding:
     """`finding`, or a skip naming the unreadable judge of its task when it rests on it."""
     if finding.outcome not in ("failed", "passed") or (
-            finding.outcome == "passed" and finding.family != "judge"):
+            finding.outcome == "passed" and finding.family != "judge") or (
+            finding.check in CALLS_NOT_VERDICTS):
         return finding
     why = unreadable_judge(finding.task.index if finding.task is not None else None)
     if why is None:

@@ -17,9 +17,9 @@ taskset", when its managed server could not start).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any
 
-from vfcheck._episodes.error_text import one_line
 from vfcheck._episodes.runtime_fit import container_reason, stand_in
 from vfcheck._host.attempts import CURRENT_ATTEMPT, deadline_hit
 from vfcheck._host.crash_site import (
@@ -29,8 +29,10 @@ from vfcheck._host.crash_site import (
     site_of_timeout,
     watching,
 )
+from vfcheck._shared.error_text import one_line
 from vfcheck._shared.findings import Finding, TaskId
 from vfcheck.checks._context import CheckContext
+from vfcheck.checks._judge_calls import model_judge_exchanges
 from vfcheck.checks._registry import spec_of
 
 
@@ -116,7 +118,10 @@ def row_finding(env_id: str, tid: TaskId, mode: str, row: dict[str, Any],
 
 
 async def check_task(env_id: str, task: Any, mode: str, config: Any,
-                     serving_error: Exception | None = None) -> Finding:
+                     serving_error: Exception | None = None, model: Any = None) -> Finding:
+    """vf-validate's `mode` check of `task`, as a finding; `model` (the scripted model
+    that answers the check's judge calls, if known) says what they were asked and
+    answered in its details."""
     tid = TaskId(index=task.data.idx, key=str(task.key))
     if needs_container(task):
         return Finding(mode, mode, tid, "skipped",
@@ -139,7 +144,7 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any,
     where = f"vf-validate's {mode} check"
     alone = (attempt := CURRENT_ATTEMPT.get()) is not None and attempt.alone
     with episode_scope(EpisodeRef(TaskRef(tid.index, tid.key), judge=verdict,
-                                  stage=lambda: where)):
+                                  stage=lambda: where)) as scope:
         with watching() if alone else contextlib.nullcontext() as seen:
             row = await run_check(stand_in(task), config, mode)
         site = await where_it_raised(task, config, mode, row, run_check, seen)
@@ -148,6 +153,9 @@ async def check_task(env_id: str, task: Any, mode: str, config: Any,
     finding = row_finding(env_id, tid, mode, row, await name_scoring_hooks(task, row), site)
     if finding.outcome == "failed" and serving_error is not None:
         return unjudged(env_id, tid, mode, row, serving_error)
+    if exchanges := model_judge_exchanges(model, scope):
+        finding = dataclasses.replace(finding, details={**finding.details,
+                                                        "judge_exchanges": exchanges})
     return finding
 
 
@@ -201,6 +209,13 @@ async def name_scoring_hooks(task: Any, row: dict[str, Any]) -> list[str]:
     except Exception:  # noqa: BLE001 - naming the hook is a courtesy; the row stands alone
         return []
     return [f"{p}, on an untouched trace" for p in found]
+
+
+def lab_model(ctx: CheckContext) -> Any:
+    """The episode lab's scripted model, if the lab opened (it answers every judge call of
+    the worker, vf-validate's checks' too), for what they were asked and answered."""
+    lab = ctx.opened("episode_lab")
+    return getattr(getattr(lab, "runner", None), "model", None)
 
 
 def run_config(ctx: CheckContext) -> Any:

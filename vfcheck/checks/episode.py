@@ -8,6 +8,7 @@ from typing import Any
 from vfcheck._host.crash_site import located_error
 from vfcheck._shared.findings import Finding
 from vfcheck.checks._context import CheckContext, task_id
+from vfcheck.checks._judge_calls import judge_exchanges
 from vfcheck.checks._lab import env_code_errors, episode_lab, non_finite
 from vfcheck.checks._registry import check, family, spec_of
 
@@ -56,7 +57,9 @@ def episode_finding(env_id: str, task: Any, result: Any,
         problems += [f"{item} is not finite" for item in non_finite(trace)]
         if (why := round_trip_problem(trace)) is not None:
             problems.append(f"the trace does not survive a JSON round trip ({why})")
-    details = {"episode": result.record(env_id)}
+    details: dict[str, Any] = {"episode": result.record(env_id)}
+    if exchanges := judge_exchanges(result.traces):
+        details["judge_exchanges"] = exchanges
     if problems:
         rule = rules_of(probed or [])  # a hook's own rule, quoted after the contract
         message = (f"{where(env_id, task)}: episode failed — {'; '.join(problems)}. Contract: "

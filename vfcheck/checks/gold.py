@@ -8,7 +8,7 @@ from typing import Any
 from vfcheck._shared.findings import Finding
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._registry import check, family
-from vfcheck.checks._validate import check_task, run_config
+from vfcheck.checks._validate import check_task, lab_model, run_config
 
 family("gold", order=40, summary="`Task.validate` accepts the task's own reference solution.")
 
@@ -22,4 +22,4 @@ family("gold", order=40, summary="`Task.validate` accepts the task's own referen
 )
 async def gold(ctx: CheckContext, task: Any) -> Finding:
     return await check_task(ctx.env_id, task, "gold", run_config(ctx),
-                            ctx.failed("episode_lab"))
+                            ctx.failed("episode_lab"), lab_model(ctx))

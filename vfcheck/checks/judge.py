@@ -1,5 +1,6 @@
-"""`judge.wiring`, `judge.garbage`: the env's LLM judge is wired the right way round, and an
-unreadable verdict errors the rollout instead of scoring it.
+"""`judge.wiring`, `judge.garbage`, `judge.skipped`: the env's LLM judge is wired the right
+way round, an unreadable verdict errors the rollout instead of scoring it, and the reward
+does not score without its judge when the API key is missing.
 
 The scripted model answers the env's own judge calls (`vfcheck._model`, attributed to the
 episode being scored) with the verdict each probe asks for. The same agent reply (the
@@ -8,10 +9,14 @@ positive, negative, and with a reply that is neither label. verifiers' reference
 raises on the last ("a judge failure must error the rollout, not score the model 0"); a
 parser that reads anything but a leading "yes" as 0 scores it silently, and every judge
 outage then reads as a wrong answer. Envs that make no judge call are skipped, naming why.
+`judge.skipped` plays the same reply once more with the judge's key set where the env
+declares a judge that no play called (`vfcheck.checks._judge_keys`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 from typing import Any
 
 from vfcheck._shared.findings import Finding
@@ -20,8 +25,8 @@ from vfcheck.checks._context import CheckContext
 from vfcheck.checks._probes import ProbeResult, errors_of, num, probe_lab, short
 from vfcheck.checks._registry import check, family
 
-family("judge", order=130, summary="a judge is wired the right way round and errors on an "
-       "unreadable verdict.")
+family("judge", order=130, summary="a judge is wired the right way round, errors on an "
+       "unreadable verdict, and is called with no API key too.")
 
 NO_JUDGE = ("the env made no judge call while scoring (no vf.Judge, plugged judge or in-env "
             "OpenAI client reached the model endpoint)")
@@ -125,3 +130,86 @@ def _garbage(ctx: CheckContext, task: Any, results: dict[str, ProbeResult]) -> F
         f"{short(result.reply)!r} was scored {result.describe()}, with no error: the judge's "
         "parser reads an unreadable verdict as a score (verifiers' reference judge raises: "
         "\"a judge failure must error the rollout, not score the model 0\")", **details)
+
+
+@check(
+    "judge.skipped", family="judge", scope="sample", budget=4.5,
+    contract="a reward that declares an LLM judge calls it with no API key set too, rather "
+    "than scoring another signal when the key is missing",
+    fails_when="the env declares a judge (a `vf.Judge` subclass in its modules, or a "
+    "`vf.JudgeConfig` on its task config), its reward made no judge call while scoring the "
+    "task's base reply (the reference answer, else a claim of success), and the same reply "
+    "played with the judge config's `api_key_var` pointed at a variable vfcheck sets (the "
+    "scripted model answering as the judge) does call it: what the reward means depends on "
+    "an API key. The message names the reward, the `if` that skips the judge (file:line and "
+    "condition, where its source shows it) and the rewards with and without a key. Skipped "
+    "where the env declares no judge, where its judge config is not on the task config (the "
+    "skipping `if` is still named), or where no play called the judge",
+    why="a reward that falls back to another score without a key trains on that other "
+    "signal wherever the key is missing, and every judge check then tests the fallback",
+)
+async def skipped(ctx: CheckContext, task: Any) -> Finding:
+    from vfcheck.checks._judge_keys import KEYED_VAR, declared_judges, keyed_task, skip_sites
+
+    declared = declared_judges(task)
+    if not declared:
+        return ctx.finding("judge.skipped", task, "skipped",
+                           "the env declares no judge (no vf.Judge subclass in its modules, "
+                           "no vf.JudgeConfig or plugged judge on its task config)")
+    lab = await probe_lab(ctx)
+    base = (await lab.verdict_results(task, "positive"))["positive"]
+    details: dict[str, Any] = {"declared": declared.named(), "results": [base.as_dict()]}
+    if base.judge_calls:
+        return ctx.finding("judge.skipped", task, "passed",
+                           f"{declared.named()}: the reward called its judge with no API key "
+                           f"set ({base.judge_calls} call(s))", **details)
+    if base.reward is None:
+        return ctx.finding("judge.skipped", task, "skipped",
+                           f"the probe episode was not scored ({base.describe()}), so whether "
+                           "the reward calls its judge is unknown", **details)
+    sites = skip_sites(task)
+    details["skip_sites"] = [site.describe() for site in sites]
+    named = "; ".join(site.describe() for site in sites)
+    if not declared.configs:
+        return ctx.finding(
+            "judge.skipped", task, "skipped",
+            f"the env declares {declared.named()}, and no play called it"
+            f"{f'; {named}' if named else ''}; no vf.JudgeConfig is on its task config, so "
+            "vfcheck cannot play it with an API key to compare", **details)
+    keyed = keyed_task(task, declared.configs)
+    probes = [dataclasses.replace(p, name=with_key(p.name)) for p in
+              [await lab.base_probe(task, kind) for kind in ("positive", "negative")]]
+    positive, negative = await asyncio.gather(*(lab.play(keyed, p) for p in probes))
+    details["results"] += [positive.as_dict(), negative.as_dict()]
+    details["probes"] = {r.probe: r.reward for r in (base, positive, negative)}
+    if not (positive.judge_calls or negative.judge_calls):
+        return ctx.finding(
+            "judge.skipped", task, "skipped",
+            f"the env declares {declared.named()}, and no play called it, with its API key "
+            f"set ({declared.key_vars()}) or not{f'; {named}' if named else ''}", **details)
+    moved = [name for name, score in positive.rewards.items()
+             if score != negative.rewards.get(name)] or [
+        name for name, score in positive.rewards.items() if score != base.rewards.get(name)]
+    sites = skip_sites(task, moved) or sites
+    where = ("; ".join(site.describe() for site in sites) if sites else
+             f"reward {', '.join(moved) or '?'} reads the judge only with a key (no `if` "
+             "naming a key was found before its judge call)")
+    copied = [f"{name} scores {num(base.rewards[name])}, {other}'s score"
+              for name in moved if base.rewards.get(name) is not None
+              for other, score in base.rewards.items()
+              if other != name and score == base.rewards[name]][:2]
+    return ctx.finding(
+        "judge.skipped", task, "failed",
+        f"{declared.named()}: its reward made no judge call with {declared.key_vars()} "
+        f"unset, and {positive.judge_calls or negative.judge_calls} with a key (the config's "
+        f"api_key_var pointed at {KEYED_VAR}, which vfcheck sets; the scripted model "
+        f"answering as the judge): {where}; reply {short(base.reply)!r} earned "
+        f"{base.describe()} without a key, {positive.describe()} with it and the judge "
+        f"answering positive, {negative.describe()} answering negative"
+        + (f" (without a key {'; '.join(copied)})" if copied else ""), **details)
+
+
+def with_key(probe: str) -> str:
+    """`oracle+key/negative` for `oracle/negative`: a keyed play's probe name."""
+    reply, _, verdict = probe.partition("/")
+    return f"{reply}+key" + (f"/{verdict}" if verdict else "")

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vfcheck._episodes.load_progress import LoadProgress
 from vfcheck._host import offline_sockets
 from vfcheck._host.attempts import deadline_hit
 from vfcheck._host.env_code import aborted_by as aborted_by
@@ -90,7 +91,9 @@ def task_hashes(tasks: list[Any]) -> list[str]:
     "keys, offline",
     fails_when="the id does not resolve to exactly one taskset, the module fails to import, "
     "`load()` raises or reaches the network (refused at once: no socket leaves the machine while "
-    "a taskset loads), it yields no task, or task keys repeat",
+    "a taskset loads), it yields no task, task keys repeat, or loading outlives its deadline "
+    "(the longer of --timeout and 60 s) with no task coming (a `load()` still yielding tasks "
+    "then is an `error` naming --timeout)",
     why="every other check, and every training run, starts from `load()`",
 )
 async def load(ctx: CheckContext, _: Any) -> Finding:
@@ -100,15 +103,17 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
 
     attempts: list[str] = []
     infinite: list[str] = []  # the taskset's class name, when it yields tasks forever
+    progress = LoadProgress()
 
     def load_all() -> tuple[Any, list[Any], list[Any]]:
+        progress.begin()
         try:
             with no_network(attempts):
                 env, tiers = load_env(ctx.env_id, ctx.env_args, harness=ctx.harness,
                                       script_tools=ctx.script_tools)
                 if ctx.num_tasks is None and is_infinite(env):
                     infinite.append(type(env.taskset).__name__)
-                return env, tiers, load_tasks(env, ctx.num_tasks,
+                return env, tiers, load_tasks(env, ctx.num_tasks, progress=progress,
                                               infinite_sample=ctx.options.sample)
         except Exception:
             raise
@@ -120,10 +125,9 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
     try:
         env, tiers, tasks = await asyncio.wait_for(asyncio.to_thread(load_all), budget)
     except TimeoutError:
+        progress.stop.set()  # a load still yielding stops at its next task
         deadline_hit(f"loading did not finish within {budget:g}s")
-        return load_finding(ctx.env_id, "failed",
-                            f"env {ctx.env_id!r}: loading did not finish within {budget:g}s "
-                            f"(an infinite or hanging load()?). Contract: {contract}.")
+        return out_of_time(ctx.env_id, budget, progress)
     except EnvArgError as e:  # the user's input: the front ends make it a usage error
         return load_finding(ctx.env_id, "error", str(e), usage=True)
     except EnvLoadError as e:
@@ -161,6 +165,32 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
     if finding.outcome == "passed":
         ctx.env, ctx.tiers, ctx.tasks = env, tiers, tasks
     return finding
+
+
+def out_of_time(env_id: str, budget: float, progress: LoadProgress) -> Finding:
+    """The `load` finding when loading did not finish within `budget` seconds. A `load()`
+    still yielding tasks at its own pace (`LoadProgress.still_yielding`) is slow, which
+    breaks no contract: vfcheck could not check the env in the time given (`error`), and
+    says how to give it more. One that yielded nothing, or stopped yielding, may hang or
+    never end: the contract failed, naming where the load stood."""
+    observed, where = progress.observed(), progress.where()
+    seen = {"yielded": progress.yielded, "where": where}
+    if progress.still_yielding():
+        return load_finding(
+            env_id, "error",
+            f"env {env_id!r}: loading ran out of time — {observed}. A finite load slower "
+            f"than vfcheck's {budget:g}s deadline breaks no contract, but vfcheck could not "
+            "check the env: give it more time with "
+            "--timeout S (pytest: --vf-timeout S; [tool.vfcheck] timeout = S; loading gets "
+            f"the longer of S and {LOAD_TIMEOUT:g}s). If load() never ends, declare "
+            "INFINITE = True: vfcheck then takes its first --sample tasks.",
+            load=seen, ran_out=True)
+    return load_finding(
+        env_id, "failed",
+        f"env {env_id!r}: loading did not finish within {budget:g}s: {observed}"
+        + (f"; the load thread was in {where}" if where else "")
+        + f" (an infinite or hanging load()?). Contract: {spec_of('load').contract}.",
+        load=seen)
 
 
 def infinite_sampled(finding: Finding, taskset: str, loaded: int) -> Finding:

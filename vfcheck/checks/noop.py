@@ -8,7 +8,7 @@ from typing import Any
 from vfcheck._shared.findings import Finding
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._registry import check, family
-from vfcheck.checks._validate import check_task, run_config
+from vfcheck.checks._validate import check_task, lab_model, run_config
 
 family("noop", order=50, summary="the untouched task does not earn the full reward.")
 
@@ -22,4 +22,4 @@ family("noop", order=50, summary="the untouched task does not earn the full rewa
 )
 async def noop(ctx: CheckContext, task: Any) -> Finding:
     return await check_task(ctx.env_id, task, "noop", run_config(ctx),
-                            ctx.failed("episode_lab"))
+                            ctx.failed("episode_lab"), lab_model(ctx))

@@ -7,6 +7,7 @@ from typing import Any
 
 from vfcheck._shared.findings import Finding
 from vfcheck.checks._context import CheckContext
+from vfcheck.checks._judge_calls import judge_exchanges
 from vfcheck.checks._lab import agent_fault, blocked_before_model, dead_server_block, episode_lab
 from vfcheck.checks._registry import check, family
 
@@ -38,7 +39,9 @@ async def preview(ctx: CheckContext, task: Any) -> Finding:
     )
     if (blocked := dead_server_block([failed, hung], task.data.idx)) is not None:
         return ctx.finding("preview", task, "skipped", blocked)
-    if (blocked := blocked_before_model(failed)) is not None:
+    if blocked_before_model(failed) is not None and (
+            blocked := blocked_before_model(await lab.first_play(task))) is not None:
+        # the task's own episode (memoised: `episode`'s) ended the same way: it explains
         return ctx.finding("preview", task, "skipped",
                         f"blocked — {blocked}, so no request was left to preview (see "
                         f"episode[{task.data.idx}])")
@@ -61,6 +64,8 @@ async def preview(ctx: CheckContext, task: Any) -> Finding:
     pending = sum(len(t.pending) for t in hung.traces)
     scenarios["hang_agent_timeout"] = {"stops": stops, "pending": pending,
                                        "runner_error": hung.runner_error}
+    if exchanges := judge_exchanges(hung.traces):  # the timed-out episode is scored
+        scenarios["hang_agent_timeout"]["judge_exchanges"] = exchanges
     if hung.runner_error:
         problems.append(f"a hang was not ended by the agent timeout ({hung.runner_error})")
     elif not any(s == "agent_timeout" for s in stops):

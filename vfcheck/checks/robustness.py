@@ -8,8 +8,10 @@ from typing import Any
 
 from vfcheck._shared.findings import Finding
 from vfcheck.checks._context import CheckContext
+from vfcheck.checks._judge_calls import judge_exchanges
 from vfcheck.checks._lab import (
     agent_fault,
+    blocked_before_model,
     dead_server_block,
     env_code_errors,
     episode_lab,
@@ -63,11 +65,19 @@ async def robustness(ctx: CheckContext, task: Any) -> Finding:
             found.append(f"the runner failed: {result.runner_error}")
         observed[name] = {"errors": result.errors(), "rewards": [
             t.reward for t in result.traces]}
+        if exchanges := judge_exchanges(result.traces):
+            observed[name]["judge_exchanges"] = exchanges
         if found:
             problems.setdefault(found[0], []).append(name)
     if problems:
         return ctx.finding("robustness", task, "failed", "env code broke on " + "; ".join(
             f"{listed(on)}: {what}" for what, on in problems.items()), faults=observed)
+    if all(blocked_before_model(r) for r in results) and (
+            blocked := blocked_before_model(await lab.first_play(task))) is not None:
+        # no bad reply was ever sent: "survived" would be a pass for nothing
+        return ctx.finding("robustness", task, "skipped",
+                           f"blocked — {blocked}, so no bad reply reached env code (see "
+                           f"episode[{task.data.idx}])", faults=observed)
     return ctx.finding("robustness", task, "passed",
                     f"env code survived {len(names)} kinds of bad model output",
                     faults=observed)

@@ -17,9 +17,11 @@ import dataclasses
 from typing import Any, NamedTuple
 
 from vfcheck._host.attempts import deadline_hit
+from vfcheck._shared.error_text import condense
 from vfcheck._shared.findings import Finding, Outcome
 from vfcheck.checks._alone_verdicts import note
 from vfcheck.checks._context import CheckContext
+from vfcheck.checks._judge_calls import judge_exchanges
 from vfcheck.checks._lab import agent_fault, dead_server_block, episode_lab, unfinished_plays
 from vfcheck.checks._registry import check, family
 from vfcheck.checks._wire_changes import (
@@ -285,8 +287,10 @@ def served_verdict(ctx: CheckContext, task: Any, served: Any, plays: tuple[Any, 
     if outcome == "failed" and equivalent:
         observed += (f"; the served task differs only in values JSON carries as it must, "
                      f"which the env's code may tell apart: {describe(equivalent)}")
+    exchanges = {"judge_exchanges": said} if (said := judge_exchanges(play.episode.traces)) \
+        else {}
     return ctx.finding("served.episode", task, outcome, f"{where}, {observed}", diff=diff,
-                       served=theirs, in_process=ours, address=served.address)
+                       served=theirs, in_process=ours, address=served.address, **exchanges)
 
 
 def episode_verdict(ours: list[Any], twice: list[Any], theirs: list[Any],
@@ -323,11 +327,14 @@ def episode_verdict(ours: list[Any], twice: list[Any], theirs: list[Any],
 
 
 def served_errors(episode: Any) -> list[str]:
-    """Every error a served episode recorded, as `Type: message` lines (as
-    `EpisodeResult.errors` writes them)."""
-    found = [f"{e.type}: {e.message}" for e in episode.errors]
+    """Every error a served episode recorded, as `Type: message` lines written as
+    `EpisodeResult.errors` writes the in-process play's (a traceback in a message condensed),
+    so that the same error is the same line on both sides (deepwiki's harness exit, its
+    stderr whole against the in-process play's condensed line, was an error "the in-process
+    play did not" record)."""
+    found = [f"{e.type}: {condense(e.message)}" for e in episode.errors]
     for trace in episode.traces:
-        found += [f"{e.type}: {e.message}" for e in trace.errors]
+        found += [f"{e.type}: {condense(e.message)}" for e in trace.errors]
     return found
 
 
