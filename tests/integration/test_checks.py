@@ -64,7 +64,7 @@ LOAD_BROKEN = {
 
 WELL_BEHAVED = ["vfc-echo", "vfc-multiturn", "vfc-duet"]
 CONFORMANCE = ("--vf-checks=load,determinism,setup,gold,noop,episode,lifecycle,preview,"
-               "robustness,golden,hygiene")
+               "robustness,concurrency,golden,hygiene")
 """The families this module holds the fixtures to. The reward probes (`reward`, `exploit`,
 `judge`) have their own fixtures and tests (tests/integration/test_reward_probes.py): most fixtures
 here are vfc-echo, whose prompt shows its answer by design."""

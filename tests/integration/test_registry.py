@@ -32,6 +32,7 @@ def test_every_check_has_a_fixture_that_makes_it_fail() -> None:
     failing = {check for units in BROKEN.values() for check, _ in units}
     failing |= {"load"} if LOAD_BROKEN else set()
     failing |= {"golden.unused"}  # under strict: tests/integration/test_golden.py
+    from .test_concurrency import BREAKS as CONCURRENCY_BREAKS
     from .test_fuzz_family import BROKEN as FUZZ_BROKEN
     from .test_network import BREAKS as NETWORK_BREAKS
     from .test_reward_probes import BREAKS, PROGRAM_BREAKS
@@ -42,6 +43,7 @@ def test_every_check_has_a_fixture_that_makes_it_fail() -> None:
                 for check, _ in units}
     failing |= {check for units in SERVED_BREAKS.values() for check, _ in units}
     failing |= {check for units in NETWORK_BREAKS.values() for check, _ in units}
+    failing |= {check for units in CONCURRENCY_BREAKS.values() for check, _ in units}
     missing = [spec.id for spec in CATALOGUE if spec.id not in failing]
     assert missing == [], f"no fixture breaks {missing}"
 

@@ -35,6 +35,7 @@ SAMPLES: dict[str, list[str]] = {
     "wheels": ["wheelhouse"],
     "reward_max": ["2"],
     "fuzz_examples": ["5"],
+    "group_size": ["3"],
 }
 """A value other than the default for every option a replay line repeats (a flag: none)."""
 

@@ -46,10 +46,11 @@ def context(tasks: list[Any], reward_max: float | None = None) -> CheckContext:
 
 
 def run(check: str, plays: Plays, tasks: list[Any] | None = None, index: int = 0,
-        reward_max: float | None = None, default: ProbeResult | None = None
-        ) -> tuple[Finding, list[str]]:
+        reward_max: float | None = None, default: ProbeResult | None = None,
+        alone: Plays | None = None) -> tuple[Finding, list[str]]:
     """`check`'s finding on task `index`, every play answered from `plays` (by probe name;
-    `default` else, a scored 0), and the probe names played."""
+    `default` else, a scored 0), and the probe names played. A probe played again one at a
+    time is answered from `alone` where it names it, else as at once."""
     import asyncio
 
     tasks = tasks or [task(0), task(1, "3"), task(2, "9")]
@@ -57,20 +58,34 @@ def run(check: str, plays: Plays, tasks: list[Any] | None = None, index: int = 0
     lab = ProbeLab(ctx, None)
     played: list[str] = []
 
-    async def fake_play(self: ProbeLab, task: Any, probe: Probe) -> ProbeResult:
-        played.append(probe.name)
-        canned = plays.get(probe.name, default or result(0.0))
+    def canned_result(probe: Probe, canned_plays: Plays) -> ProbeResult:
+        canned = canned_plays.get(probe.name, default or result(0.0))
         found = canned(probe) if callable(canned) else canned
         return ProbeResult(probe.name, probe.reply, probe.judge, found.reward, found.rewards,
                            found.errors, found.seats, found.judge_calls, found.turns,
                            found.env_tools, found.runner_error, found.weights, found.judges,
                            probe.format, argless_tools=found.argless_tools)
 
+    async def fake_play(self: ProbeLab, task: Any, probe: Probe) -> ProbeResult:
+        played.append(probe.name)
+        return canned_result(probe, plays)
+
+    async def fake_alone(self: ProbeLab, task: Any, results: dict[str, ProbeResult]
+                         ) -> dict[str, ProbeResult]:
+        probes = {key: self._probes[(task.data.idx, r.probe)] for key, r in results.items()}
+        played.extend(f"{p.name} alone" for p in probes.values())
+        again = {**plays, **(alone or {})}
+        best = f"oracle[{self.oracle_format(task).key}]"  # `oracle` is a copy of its play
+        if "oracle" not in again and best in again:
+            again["oracle"] = again[best]
+        return {key: canned_result(p, again) for key, p in probes.items()}
+
     async def the_lab(_: Any) -> ProbeLab:
         return lab
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ProbeLab, "_play", fake_play)
+        patch.setattr(ProbeLab, "alone_results", fake_alone)
         for module in (reward_module, exploit_module, judge_module):
             patch.setattr(module, "probe_lab", the_lab)
         finding = asyncio.run(BY_ID[check].fn(ctx, tasks[index]))  # type: ignore[misc]
@@ -235,3 +250,37 @@ def test_a_tool_task_plays_only_its_own_formats_and_no_unfair_wrong_answer() -> 
     assert "offers env tools (calc_add)" in finding.message
     assert "wrong-answer" not in played
     assert [p for p in played if p.startswith("oracle[")] == ["oracle[bare]"]
+
+
+def test_a_dead_reward_at_once_that_one_at_a_time_contradicts_is_not_reported() -> None:
+    """Every probe earned 0 at once (episodes scored on each other's replies); played again
+    one at a time the reference answer earns 1: the verdict is that play's, and it says the
+    plays at once disagreed, pointing to concurrency."""
+    finding, played = run("reward.reachable", {}, alone={"oracle[bare]": result(1.0)})
+    assert finding.outcome == "passed", finding.message
+    assert "earns reward 1" in finding.message
+    assert ("episodes at once disagreed with the same episodes one at a time (probe oracle: "
+            "reward 0 (score=0) at once, reward 1 (score=1) one at a time") in finding.message
+    assert finding.message.endswith("see concurrency[0]")
+    assert finding.details["at_once"]["verdict"] == "failed"
+    assert "oracle alone" in played
+
+
+def test_an_exploit_at_once_that_one_at_a_time_contradicts_passes_saying_why() -> None:
+    plays: Plays = {"oracle[bare]": result(1.0), "empty": result(1.0)}
+    finding, played = run("exploit.empty", plays, alone={"empty": result(0.0)})
+    assert finding.outcome == "passed", finding.message
+    assert "an empty reply earns 0, below the reference answer's 1" in finding.message
+    assert "probe empty: reward 1 (score=1) at once, reward 0 (score=0) one at a time" in \
+        finding.message
+    assert sorted(p for p in played if p.endswith(" alone")) == ["empty alone", "oracle alone"]
+
+
+def test_a_failure_one_at_a_time_confirms_stands_as_it_was() -> None:
+    """The same rewards one at a time: the verdict at once stands, with no word of it."""
+    plays: Plays = {"oracle[bare]": result(1.0), "empty": result(1.0)}
+    finding, played = run("exploit.empty", plays)
+    assert finding.outcome == "failed" and "disagreed" not in finding.message
+    assert "empty alone" in played
+    passing, played = run("exploit.empty", {"oracle[bare]": result(1.0)})
+    assert passing.outcome == "passed" and not any(p.endswith(" alone") for p in played)

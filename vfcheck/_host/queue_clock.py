@@ -34,16 +34,24 @@ class QueueClock:
 
     @contextlib.asynccontextmanager
     async def slot(self, gate: asyncio.Semaphore,
-                   *held: contextlib.AbstractAsyncContextManager[None]) -> AsyncIterator[None]:
-        """Hold one of `gate`'s slots, then each of `held` (the run's floor); the time spent
-        waiting for them is counted."""
+                   *held: contextlib.AbstractAsyncContextManager[None], slots: int = 1,
+                   line: asyncio.Lock | None = None) -> AsyncIterator[None]:
+        """Hold `slots` of `gate`'s slots, then each of `held` (the run's floor); the time
+        spent waiting for them is counted. `line`: the gate's queue, taken while the slots
+        are acquired, so that a taker of several is served before anyone who came later
+        (asyncio's semaphore sends each of its acquisitions to the back)."""
         async with contextlib.AsyncExitStack() as stack:
-            if gate.locked():
-                with self._counting():
-                    await gate.acquire()
-            else:
-                await gate.acquire()
-            stack.callback(gate.release)
+            if line is not None:
+                with self._counting() if line.locked() else contextlib.nullcontext():
+                    await line.acquire()
+            try:
+                for _ in range(slots):
+                    with self._counting() if gate.locked() else contextlib.nullcontext():
+                        await gate.acquire()
+                    stack.callback(gate.release)
+            finally:
+                if line is not None:
+                    line.release()
             for hold in held:
                 with self._counting():
                     await stack.enter_async_context(hold)

@@ -99,6 +99,10 @@ OPTIONS: tuple[Option, ...] = (
            "it searches (shrinking a failure may play twice as many more)", default=12,
            key="fuzz_examples", cli=("--fuzz-examples",), pytest="--vf-fuzz-examples",
            metavar="N", minimum=1),
+    Option("group_size", "int", "episodes of one task the `concurrency` family plays at once "
+           "(a group of rollouts, as a trainer plays them), each compared with the same "
+           "episode played one at a time", default=4, key="group_size",
+           cli=("--group-size",), pytest="--vf-group-size", metavar="G", minimum=2),
     Option("wheels", "path", "folder of wheels the harness programs resolve their "
            "dependencies from, with no package index (fill it with: vfcheck wheels DIR ENV)",
            shown_default="the index", key="wheels", cli=("--wheels",), pytest="--vf-wheels",

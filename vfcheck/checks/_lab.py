@@ -5,6 +5,13 @@ gets its own policy (the default script, or a fault), assigned to its trace id a
 (`on_trace` fires before the first model request), so fault episodes run concurrently with
 happy ones on the same mock. Happy plays are memoised: `episode`, `lifecycle`,
 `determinism.replay` and `golden` share them.
+
+Episodes play at once, as a trainer plays them. Two other ways are for the checks that
+must tell what episodes at once do to an env (docs/training-scale.md): a *group* holds as
+many of the lab's episode slots as it has episodes, so that all of them are in flight
+together (`play_group`); a play *alone* holds every slot, so that nothing else of the env
+is in flight (`alone_plays`, memoised by name: the `concurrency` family and the probes'
+second look share them).
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import asyncio
 import contextlib
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -174,29 +181,91 @@ class EpisodeLab:
         self.timeout = timeout
         self._plays: dict[int, asyncio.Future[Any]] = {}
         self._second_plays: dict[int, asyncio.Future[Any]] = {}
+        self._alone: dict[tuple[int, str], asyncio.Future[Any]] = {}
+        self._queued: list[tuple[Any, Callable[[Any], Any] | None, asyncio.Future[Any]]] = []
+        self._alone_hold: asyncio.Future[None] | None = None
         self.goldens: GoldenPlan | None = None
+        self.at_once = at_once
         self._gate = asyncio.Semaphore(at_once)
+        self._line = asyncio.Lock()
+        """The gate's queue: slots go to takers in the order they came, so that a group or a
+        play alone (several slots) is not passed by the plays that came after it, nor are two
+        takers of several left holding part each."""
         self.dead_servers: dict[int, Any] = {}
         """Per task, a tool server of its that exited unserved (`DeadToolServer`): its later
         plays are not played (each would start the same server)."""
 
     async def play(self, task: Any, policy: Callable[[Any], Any] | None = None,
                    runner: Any = None) -> Any:
+        if (blocked := self.not_served(task)) is not None:
+            return blocked
+        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared(), line=self._line):
+            return await self._played(task, policy, runner or self.runner)
+
+    async def _played(self, task: Any, policy: Callable[[Any], Any] | None,
+                      runner: Any) -> Any:
+        """One episode of `task` under `policy` (None: the run's script), in a slot the
+        caller holds."""
         def assign(trace: Any) -> None:
             if policy is not None:
                 self.router.assigned[trace.id] = policy
 
-        runner = runner or self.runner
-        index = task.data.idx
         if (blocked := self.not_served(task)) is not None:
             return blocked
-        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared()):
-            if (blocked := self.not_served(task)) is not None:
-                return blocked
-            result = noted(await runner.play(task, timeout=self.timeout, on_trace=assign))
+        result = noted(await runner.play(task, timeout=self.timeout, on_trace=assign))
         if result.dead_tool_server is not None:
-            self.dead_servers.setdefault(index, result.dead_tool_server)
+            self.dead_servers.setdefault(task.data.idx, result.dead_tool_server)
         return result
+
+    @contextlib.asynccontextmanager
+    async def holding(self, slots: int) -> AsyncIterator[None]:
+        """`slots` of the lab's episode slots at once (all of them: nothing else of the env
+        is in flight), the time waited for them counted as queue time."""
+        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared(), slots=min(slots, self.at_once),
+                                    line=self._line):
+            yield
+
+    async def play_group(self, task: Any, policies: Sequence[Callable[[Any], Any] | None]
+                         ) -> list[Any]:
+        """One episode of `task` per policy, all in flight together, as a trainer plays a
+        group of rollouts: the group holds a slot per episode (within the lab's capacity; a
+        group larger than it still starts whole, so it is at once)."""
+        async with self.holding(len(policies)):
+            return list(await asyncio.gather(*(self._played(task, policy, self.runner)
+                                               for policy in policies)))
+
+    async def alone_plays(self, task: Any, policies: Mapping[str, Callable[[Any], Any] | None]
+                          ) -> dict[str, Any]:
+        """One episode of `task` per named policy, each played with nothing else of the env
+        in flight (memoised by name: the same name is the same policy). Plays asked for while
+        the lab is held for them join the same hold, one after another: each hold waits for
+        every episode in flight to end, so the tasks' plays share it."""
+        index = task.data.idx
+        for name, policy in policies.items():
+            if (index, name) not in self._alone:
+                future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+                self._alone[(index, name)] = future
+                self._queued.append((task, policy, future))
+        if self._queued and (self._alone_hold is None or self._alone_hold.done()):
+            self._alone_hold = asyncio.ensure_future(self._one_at_a_time())
+        return {name: noted(await asyncio.shield(self._alone[(index, name)]))
+                for name in policies}
+
+    async def _one_at_a_time(self) -> None:
+        """Play the queued plays alone, under one hold of every slot, until none is left."""
+        try:
+            async with self.holding(self.at_once):
+                while self._queued:
+                    task, policy, future = self._queued.pop(0)
+                    try:
+                        result = await self._played(task, policy, self.runner)
+                    except Exception as e:  # noqa: BLE001 - the asker's to raise
+                        future.set_exception(e)
+                    else:
+                        future.set_result(result)
+        finally:
+            if self._queued:  # asked for while the hold ended: another hold
+                self._alone_hold = asyncio.ensure_future(self._one_at_a_time())
 
     def not_served(self, task: Any) -> Any:
         """An unplayed `EpisodeResult` of `task` when one of its tool servers died unserved."""
@@ -213,7 +282,7 @@ class EpisodeLab:
     def slot(self) -> contextlib.AbstractAsyncContextManager[None]:
         """One of the lab's episode slots, for an episode played by other means (through an
         env server): it counts against the same cores and stops the same deadlines."""
-        return QUEUE_CLOCK.slot(self._gate)
+        return QUEUE_CLOCK.slot(self._gate, line=self._line)
 
     async def first_play(self, task: Any) -> Any:
         index = task.data.idx
@@ -226,6 +295,8 @@ class EpisodeLab:
         (`vfcheck._host.attempts`) and play anew."""
         self._plays.pop(index, None)
         self._second_plays.pop(index, None)
+        for key in [k for k in self._alone if k[0] == index and self._alone[k].done()]:
+            del self._alone[key]
 
     async def extra_runner(self, name: str) -> Any:
         """The runner `name` (`timeout`: the hang's short agent timeout; `fault`: no
@@ -261,6 +332,13 @@ class EpisodeLab:
             self.first_play(task), asyncio.shield(self._second_plays[index]))
         return first, noted(second)
 
+    async def both_alone(self, task: Any) -> tuple[Any, Any]:
+        """The task's two happy plays, each one at a time (`alone_plays`, named as the
+        `concurrency` family names the run's script): what `determinism.replay`, `golden`
+        and `served.episode` judge by when the plays at once would fail them."""
+        plays = await self.alone_plays(task, {"default": None, "default again": None})
+        return plays["default"], plays["default again"]
+
     async def play_hang(self, task: Any) -> Any:
         """Play against a model that never answers, on the runner whose roles have the short
         agent timeout (`AGENT_TIMEOUT`)."""
@@ -280,7 +358,7 @@ class EpisodeLab:
         def assign(trace: Any) -> None:
             self.router.assigned[trace.id] = hang
 
-        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared()):
+        async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared(), line=self._line):
             started = asyncio.get_running_loop().time()
             traces, seen = await play_cancelled(self.runner, task, assign, wait=self.timeout,
                                                 settle=CANCEL_SETTLE)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from vfcheck._host.attempts import deadline_hit
@@ -68,6 +69,8 @@ class ProbeLab:
         self._plays: dict[tuple[int, str], asyncio.Future[ProbeResult]] = {}
         self._oracles: dict[int, asyncio.Future[OracleChoice | None]] = {}
         self._others: dict[int, tuple[list[str], str | None]] = {}
+        self._probes: dict[tuple[int, str], Probe] = {}
+        """Each probe played, by task and name: what `alone_results` plays again."""
         self.reward_max: float | None = ctx.options.reward_max
         """`--reward-max`, if given: it wins over the env's reward weights."""
 
@@ -112,6 +115,8 @@ class ProbeLab:
         choice = OracleChoice(reference, tried, best_format)
         oracle = dataclasses.replace(choice.result, probe="oracle")
         self._plays[(task.data.idx, "oracle")] = _done(oracle)
+        self._probes[(task.data.idx, "oracle")] = self.format_probe(
+            "oracle", "positive", best_format, reference.answer)
         return choice
 
     def oracle_format(self, task: Any) -> AnswerFormat:
@@ -215,6 +220,7 @@ class ProbeLab:
 
     async def play(self, task: Any, probe: Probe) -> ProbeResult:
         key = (task.data.idx, probe.name)
+        self._probes.setdefault(key, probe)
         if key not in self._plays:
             # a declared judge will be called: waiting for the other verdict's play would
             # only put this one a whole episode late
@@ -232,6 +238,7 @@ class ProbeLab:
         """Drop the memoised probes of task `index` (`EpisodeLab.forget`)."""
         for key in [k for k in self._plays if k[0] == index]:
             del self._plays[key]
+            self._probes.pop(key, None)
         self._oracles.pop(index, None)
 
     async def _reuse_or_play(self, task: Any, probe: Probe,
@@ -245,18 +252,27 @@ class ProbeLab:
                 return dataclasses.replace(result, probe=probe.name, judge=probe.judge)
         return await self._play(task, probe)
 
+    def policy_of(self, task: Any, probe: Probe) -> Any:
+        """The scripted model's policy of `probe` on `task`: its judge verdict first (in the
+        labels a plugged judge declares), then its agent policy."""
+        from vfcheck._model import first_of, judge_policy
+
+        return first_of(judge_policy(probe.judge, labels=self.judge_labels(task),
+                                     example=self.ctx.script_judge_reply(task)), probe.agent)
+
     async def _play(self, task: Any, probe: Probe) -> ProbeResult:
-        from vfcheck._model import HARNESS_BUILTIN_TOOLS, first_of, judge_policy, takes_arguments
+        result = await self.lab.play(task, self.policy_of(task, probe))
+        return self.result_of(task, probe, result)
+
+    def result_of(self, task: Any, probe: Probe, result: Any) -> ProbeResult:
+        """What the task's scoring made of `probe`'s episode `result` (an `EpisodeResult`),
+        with the model requests it made."""
+        from vfcheck._model import HARNESS_BUILTIN_TOOLS, takes_arguments
         from vfcheck._model.judges import label_source
 
-        model = self.lab.runner.model
         labels = self.judge_labels(task)
-        policy = first_of(judge_policy(probe.judge, labels=labels,
-                                       example=self.ctx.script_judge_reply(task)), probe.agent)
-        before = len(model.requests)
-        result = await self.lab.play(task, policy)
         trace_ids = {t.id for t in result.traces}
-        mine = [r for r in model.requests[before:]
+        mine = [r for r in self.lab.runner.model.requests
                 if (r.request.session_id in trace_ids)
                 or (r.request.episode is not None and trace_ids & set(r.request.episode.trace_ids))]
         agent = [r for r in mine if r.request.kind == "agent"]
@@ -294,6 +310,20 @@ class ProbeLab:
             runner_error=result.runner_error, unfinished=result.unfinished, weights=weights,
             judges=judges, judge_exchanges=judge_exchanges(result.traces),
             format=probe.format)
+
+    async def alone_results(self, task: Any, results: Mapping[str, ProbeResult]
+                            ) -> dict[str, ProbeResult]:
+        """`results` (any keys) with each probe played again one at a time, with nothing
+        else of the env in flight (`EpisodeLab.alone_plays`): what a probe earns when no
+        other episode can share its state."""
+        probes = {key: self._probes[(task.data.idx, r.probe)] for key, r in results.items()}
+        plays = await self.lab.alone_plays(task, {p.name: self.policy_of(task, p)
+                                                  for p in probes.values()})
+        alone = {key: self.result_of(task, p, plays[p.name]) for key, p in probes.items()}
+        for result in alone.values():
+            if result.unfinished:
+                deadline_hit(result.runner_error or "the episode's deadline")
+        return alone
 
     def judge_labels(self, task: Any) -> tuple[str, str] | None:
         """The (positive, negative) labels a plugged judge declares, if one does."""

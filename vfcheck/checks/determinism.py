@@ -4,6 +4,7 @@ same script gives the same normalised trace."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -12,6 +13,7 @@ from typing import Any
 
 from vfcheck._host.processes import WORKER_HASH_SEED
 from vfcheck._shared.findings import Finding
+from vfcheck.checks._alone_verdicts import note
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._lab import (
     dead_server_block,
@@ -123,13 +125,28 @@ async def determinism_load(ctx: CheckContext, _: Any) -> Finding:
     "trace",
     fails_when="the same task played twice against the same script differs after "
     "normalisation, or a play did not finish within the runner's deadline (blocked: nothing "
-    "to compare)",
+    "to compare). Two plays at once that differ are played again one at a time, which "
+    "decide: a difference only at once is `concurrency`'s to report",
     why="golden traces and reproducible evals need it",
 )
 async def replay(ctx: CheckContext, task: Any) -> Finding:
+    lab = await episode_lab(ctx)
+    finding = replay_verdict(ctx, task, await lab.both_plays(task))
+    if finding.outcome != "failed" or not finding.details.get("diff"):
+        return finding
+    alone = replay_verdict(ctx, task, await lab.both_alone(task))
+    if alone.outcome != "passed":
+        return finding
+    return dataclasses.replace(alone, message=note(alone.message, finding.details["diff"][:3],
+                                                   task.data.idx),
+                               details={**alone.details, "at_once": finding.details})
+
+
+def replay_verdict(ctx: CheckContext, task: Any, plays: tuple[Any, Any]) -> Finding:
+    """The verdict on two plays of `task`: the same normalised traces, or where they
+    differ."""
     from vfcheck._traces.normalize import trace_diff
 
-    plays = await (await episode_lab(ctx)).both_plays(task)
     if (dead := dead_server_block(plays, task.data.idx)) is not None:
         return ctx.finding("determinism.replay", task, "skipped", dead)
     if (blocked := unfinished_plays(plays, task.data.idx)) is not None:

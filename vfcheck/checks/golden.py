@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from vfcheck._shared.findings import Finding
+from vfcheck.checks._alone_verdicts import note
 from vfcheck.checks._context import CheckContext, task_id
 from vfcheck.checks._lab import (
+    GoldenPlan,
     dead_server_block,
     episode_lab,
     normalized_views,
@@ -26,19 +29,19 @@ family("golden", order=100, summary="the normalised trace matches the committed 
     "the message and field), the golden file is not valid JSON, or it is missing under "
     "`--vf-golden-strict`; a task whose two plays differ is reported as non-deterministic instead "
     "of as a mismatch, and one whose play did not finish as blocked (never recorded). Missing "
-    "without strict: skipped, with the command that records it",
+    "without strict: skipped, with the command that records it. Plays at once that fail it "
+    "are played again one at a time, which decide if they pass",
     why="a changed prompt, tool or reward shows as a diff before a training run finds out",
 )
 async def golden(ctx: CheckContext, task: Any) -> Finding:
     """Compare the task's normalised trace with its golden file (see `vfcheck._traces.golden`);
-    an env whose two plays differ is reported non-deterministic instead."""
-    from vfcheck._traces.golden import golden_diff, golden_document, hide_content_hash
-
+    an env whose two plays differ is reported non-deterministic instead. Where the plays at
+    once fail it, the verdict is the plays one at a time's, if they pass
+    (`vfcheck.checks._alone_verdicts`)."""
     lab = await episode_lab(ctx)
     assert lab.goldens is not None, "the golden family needs a GoldenPlan"
     plan = lab.goldens
-    identity, source = plan.identities[task.data.idx]
-    spec = spec_of("golden")
+    identity, _ = plan.identities[task.data.idx]
     path = plan.book.path_of(identity)
     clash = [i for i, (other, _) in plan.identities.items()
              if i != task.data.idx and plan.book.path_of(other) == path]
@@ -46,7 +49,29 @@ async def golden(ctx: CheckContext, task: Any) -> Finding:
         return ctx.finding("golden", task, "failed",
                         f"tasks {task.data.idx} and {clash[0]} map to the same golden file "
                         f"{path.name}; give the tasks distinct keys or data.id")
-    first, second = await lab.both_plays(task)
+    finding = golden_verdict(ctx, task, plan, await lab.both_plays(task))
+    action = finding.details.get("golden", {}).get("action")
+    if finding.outcome != "failed" or action not in ("nondeterministic", "mismatch"):
+        return finding
+    alone = golden_verdict(ctx, task, plan, await lab.both_alone(task))
+    if alone.outcome != "passed":
+        return finding
+    said = (finding.details.get("diff") or ["the plays at once differ"])[:3]
+    return dataclasses.replace(alone, message=note(alone.message, said, task.data.idx),
+                               details={**alone.details, "at_once": {
+                                   "action": action, "diff": finding.details.get("diff")}})
+
+
+def golden_verdict(ctx: CheckContext, task: Any, plan: GoldenPlan, plays: tuple[Any, Any]
+                   ) -> Finding:
+    """The verdict on `task`'s two plays: non-deterministic, or its first play against the
+    golden file (written when updating)."""
+    from vfcheck._traces.golden import golden_diff, golden_document, hide_content_hash
+
+    identity, source = plan.identities[task.data.idx]
+    spec = spec_of("golden")
+    path = plan.book.path_of(identity)
+    first, second = plays
     if (dead := dead_server_block([first, second], task.data.idx)) is not None:
         return ctx.finding("golden", task, "skipped", dead,
                            golden={"action": "blocked", "path": str(path)})

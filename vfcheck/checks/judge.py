@@ -20,6 +20,7 @@ import dataclasses
 from typing import Any
 
 from vfcheck._shared.findings import Finding
+from vfcheck.checks._alone_verdicts import SECOND_LOOK, settled
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._probes import ProbeResult, errors_of, num, probe_lab, short
 from vfcheck.checks._registry import check, family
@@ -65,12 +66,16 @@ def labels_used(results: dict[str, ProbeResult]) -> str:
     "verdict never errors the rollout",
     fails_when="with the same reply, the judge answering positive earns no more than answering "
     "negative, or a positive or negative verdict makes scoring raise. Skipped for envs that "
-    "make no judge call",
+    "make no judge call" + SECOND_LOOK,
     why="a judge wired backwards, or to the wrong field, rewards the wrong answers",
 )
 async def wiring(ctx: CheckContext, task: Any) -> Finding:
     lab = await probe_lab(ctx)
     results = await lab.verdict_results(task, "positive", "negative")
+    return await settled(lab, task, results, lambda played: _wiring(ctx, task, dict(played)))
+
+
+def _wiring(ctx: CheckContext, task: Any, results: dict[str, ProbeResult]) -> Finding:
     details = judge_details(results)
     if (reason := no_judge_call(results)) is not None:
         return ctx.finding("judge.wiring", task, "skipped", reason, **details)
@@ -100,13 +105,17 @@ async def wiring(ctx: CheckContext, task: Any) -> Finding:
     contract="a judge verdict that is neither label errors the rollout instead of being scored",
     fails_when="the judge answering with neither of its labels (or an object its schema "
     "rejects) is scored silently, with no error on the trace. Skipped for envs that make no "
-    "judge call",
+    "judge call" + SECOND_LOOK,
     why="a judge outage or a rambling verdict scored as 0 punishes the model for the judge's "
     "failure, silently",
 )
 async def garbage(ctx: CheckContext, task: Any) -> Finding:
     lab = await probe_lab(ctx)
     results = await lab.verdict_results(task, "positive", "garbage")
+    return await settled(lab, task, results, lambda played: _garbage(ctx, task, dict(played)))
+
+
+def _garbage(ctx: CheckContext, task: Any, results: dict[str, ProbeResult]) -> Finding:
     details = judge_details(results)
     if (reason := no_judge_call(results)) is not None:
         return ctx.finding("judge.garbage", task, "skipped", reason, **details)

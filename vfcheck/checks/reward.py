@@ -8,9 +8,11 @@ success under both verdicts. An unscored play is never read as a 0.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from vfcheck._shared.findings import Finding
+from vfcheck.checks._alone_verdicts import SECOND_LOOK, settled
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._probes import (
     OracleChoice,
@@ -40,6 +42,20 @@ async def all_results(ctx: CheckContext, task: Any
                    **results}
     results.update(await lab.trivial_results(task))
     return lab, results, choice
+
+
+def with_results(choice: OracleChoice | None, results: Mapping[str, ProbeResult]
+                 ) -> OracleChoice | None:
+    """`choice` with each format's play taken from `results` where it holds one (the best
+    format's is `oracle`): the same choice, read from plays one at a time."""
+    if choice is None:
+        return None
+    tried = []
+    for fmt, result in choice.tried:
+        again = results.get(result.probe) or (results.get("oracle") if fmt == choice.best
+                                              else None)
+        tried.append((fmt, again or result))
+    return OracleChoice(choice.reference, tried, choice.best)
 
 
 def probe_details(results: dict[str, ProbeResult], choice: OracleChoice | None = None
@@ -82,11 +98,17 @@ def what(result: ProbeResult, choice: OracleChoice | None) -> str:
     "lists each format's reward and each reward function's value. Skipped, with the reason, "
     "when no probe was scored, or the task has no usable reference answer (none in the "
     "data, a plugged reference judge or the script; or a multi-turn or tool task whose "
-    "answer as the final reply earns nothing, without a script `oracle`)",
+    "answer as the final reply earns nothing, without a script `oracle`)" + SECOND_LOOK,
     why="a reward that is always 0 trains nothing: the gradient is zero on every rollout",
 )
 async def reachable(ctx: CheckContext, task: Any) -> Finding:
     lab, results, choice = await all_results(ctx, task)
+    return await settled(lab, task, results, lambda played: _reachable(
+        ctx, lab, task, dict(played), with_results(choice, played)))
+
+
+def _reachable(ctx: CheckContext, lab: ProbeLab, task: Any, results: dict[str, ProbeResult],
+               choice: OracleChoice | None) -> Finding:
     details = probe_details(results, choice)
     scored = [r for r in results.values() if r.seats]
     if not scored:
@@ -126,11 +148,17 @@ async def reachable(ctx: CheckContext, task: Any) -> Finding:
     "one-token judge attacks, a wrong answer, answer spam, tool spam; judges positive and "
     "negative) gets the same reward, whatever it is (0, 1, ...); the message names the "
     "value. Without a reference answer: only when that value is the reward's maximum "
-    "(from its weights, or `--reward-max`). Skipped when no probe was scored",
+    "(from its weights, or `--reward-max`). Skipped when no probe was scored" + SECOND_LOOK,
     why="a reward that never moves is a constant: the policy cannot learn from it",
 )
 async def sensitive(ctx: CheckContext, task: Any) -> Finding:
     lab, results, choice = await all_results(ctx, task)
+    return await settled(lab, task, results, lambda played: _sensitive(
+        ctx, lab, task, dict(played), with_results(choice, played)))
+
+
+def _sensitive(ctx: CheckContext, lab: ProbeLab, task: Any, results: dict[str, ProbeResult],
+               choice: OracleChoice | None) -> Finding:
     details = probe_details(results, choice)
     scored = {name: r.seats for name, r in results.items() if r.seats}
     if not scored:

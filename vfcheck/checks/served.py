@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from vfcheck._host.attempts import deadline_hit
 from vfcheck._shared.error_text import condense
 from vfcheck._shared.findings import Finding, Outcome
+from vfcheck.checks._alone_verdicts import note
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._judge_calls import judge_exchanges
 from vfcheck.checks._lab import agent_fault, dead_server_block, episode_lab, unfinished_plays
@@ -226,14 +227,12 @@ async def served_data(ctx: CheckContext, task: Any) -> Finding:
     "rollout records an error the in-process one did not, the server answers the run with an "
     "error or the deltas do not assemble (its text), or no answer comes within the timeout. "
     "Skipped as blocked when `served.data` fails on the task. What differs between two "
-    "in-process plays (a latency metric) is not compared",
+    "in-process plays (a latency metric) is not compared. A difference is looked at again "
+    "with every play one at a time, which decide if they agree",
     why="training plays the env through a server; an episode that differs there trains on "
     "something else",
 )
 async def served_episode(ctx: CheckContext, task: Any) -> Finding:
-    from vfcheck._episodes.served import as_streamed
-    from vfcheck._traces.normalize import normalize_trace
-
     if (missing := missing_serve()) is not None:
         return ctx.finding("served.episode", task, "skipped", missing)
     served = await served_env(ctx)
@@ -246,6 +245,31 @@ async def served_episode(ctx: CheckContext, task: Any) -> Finding:
     if (stopped := unfinished_plays([local, again], task.data.idx)) is not None:
         return ctx.finding("served.episode", task, "failed", stopped)
     play = await play_served(ctx, lab, served, task)
+    finding = served_verdict(ctx, task, served, (local, again), play)
+    if finding.outcome != "failed" or play.unbound or play.error is not None:
+        return finding
+    # an env whose episodes share state may differ only because they played at once
+    local, again = await lab.both_alone(task)
+    if (dead_server_block([local, again], task.data.idx) is not None
+            or unfinished_plays([local, again], task.data.idx) is not None):
+        return finding
+    alone = served_verdict(ctx, task, served, (local, again),
+                           await play_served(ctx, lab, served, task, alone=True))
+    if alone.outcome != "passed":
+        return finding
+    said = finding.details.get("diff") or ["the served rollout recorded an error"]
+    return dataclasses.replace(alone, message=note(alone.message, said[:3], task.data.idx),
+                               details={**alone.details, "at_once": {
+                                   "message": finding.message, "diff": said}})
+
+
+def served_verdict(ctx: CheckContext, task: Any, served: Any, plays: tuple[Any, Any],
+                   play: Any) -> Finding:
+    """The served play `play` against the task's two in-process plays."""
+    from vfcheck._episodes.served import as_streamed
+    from vfcheck._traces.normalize import normalize_trace
+
+    local, again = plays
     where = "played through verifiers' EnvServer on loopback"
     if play.unbound:
         return ctx.finding("served.episode", task, "error",
@@ -314,11 +338,13 @@ def served_errors(episode: Any) -> list[str]:
     return found
 
 
-async def play_served(ctx: CheckContext, lab: Any, served: Any, task: Any) -> Any:
-    """The task's served play (a second one when the first was not bound in time)."""
+async def play_served(ctx: CheckContext, lab: Any, served: Any, task: Any,
+                      alone: bool = False) -> Any:
+    """The task's served play (a second one when the first was not bound in time); `alone`:
+    with nothing else of the env in flight."""
     play = None
     for _ in range(PLAYS):
-        async with lab.slot():
+        async with lab.holding(lab.at_once) if alone else lab.slot():
             play = await served.play(lab.runner, bind_to(lab), task, timeout=lab.timeout)
         if not play.unbound:
             break
