@@ -358,6 +358,33 @@ async def test_policy_exception_is_a_500_naming_the_error(endpoint: Endpoint) ->
             await complete(url, model="m", messages=USER)
 
 
+async def test_a_policy_hit_by_the_ast_thread_race_is_asked_once_more(
+        endpoint: Endpoint) -> None:
+    """CPython 3.11/3.12's spurious `SystemError` when another thread parses an AST at the
+    same time (hypothesis' search beside fuzz's plays) is no policy failure; any other
+    `SystemError` is."""
+    calls: list[int] = []
+
+    def racing(request: ModelRequest) -> Reply:
+        calls.append(1)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=40, after=12)")
+        return Reply.text("answered")
+
+    def broken(request: ModelRequest) -> Reply:
+        raise SystemError("something else")
+
+    for policy, expected in ((racing, "answered"), (broken, None)):
+        model = ScriptedModel(policy)
+        async with endpoint(model) as url:
+            if expected is None:
+                with pytest.raises(openai.InternalServerError, match="raised SystemError"):
+                    await complete(url, model="m", messages=USER)
+            else:
+                reply = await complete(url, model="m", messages=USER)
+                assert reply.choices[0].message.content == expected and len(calls) == 2
+
+
 async def test_loopback_passes_through_while_mocked() -> None:
     async def pong(request: web.Request) -> web.Response:
         return web.Response(text="pong from a real server")

@@ -37,6 +37,11 @@ from vfcheck._model.types import (
 from vfcheck._model.wire import error_response, model_list, render
 
 logger = logging.getLogger(__name__)
+AST_RACE = "AST constructor recursion depth mismatch"
+"""CPython 3.11/3.12 keep the `ast` module's recursion count per interpreter, not per
+thread (python/cpython#106905): an `ast.parse` in another thread (hypothesis' search,
+collecting constants from the env's modules, beside `fuzz`'s plays) can make one here (the
+traceback module's carets, a judge's parse) raise this spuriously. Asked again, it answers."""
 
 DEFAULT_MODEL_ID = "vfcheck-scripted"
 """The model name the mock answers as, when a request names none."""
@@ -208,9 +213,12 @@ class ScriptedModelCore:
         """The policy's reply, a verdict rendered for this request; a raising policy is a
         500 whose message names the error."""
         try:
-            reply = self.policy(request)
-            if reply is not None:
-                reply = render_verdict(reply, request, self.seed)
+            try:
+                reply = self._policy_reply(request)
+            except SystemError as error:
+                if AST_RACE not in str(error):
+                    raise
+                reply = self._policy_reply(request)  # the race is spurious: once more
         except Exception as error:
             logger.exception("scripted model policy failed on %s", request.path)
             return Reply.fault(
@@ -220,6 +228,10 @@ class ScriptedModelCore:
                 f"{type(error).__name__}: {error}",
             )
         return reply if reply is not None else Reply.text(default_text(request, self.seed))
+
+    def _policy_reply(self, request: ModelRequest) -> Reply | None:
+        reply = self.policy(request)
+        return render_verdict(reply, request, self.seed) if reply is not None else None
 
     def _record(self, record: RequestRecord) -> None:
         with self._lock:
