@@ -53,6 +53,8 @@ class ProbeResult:
     """The runner's deadline ended the episode (`EpisodeResult.unfinished`)."""
     argless_tools: list[str] = field(default_factory=list)
     """Those of `env_tools` that take no arguments (calling one is the work, not a guess)."""
+    tool_parameters: dict[str, Any] = field(default_factory=dict)
+    """Each of `env_tools`' JSON-schema parameters, as the first request offered them."""
 
     def describe(self) -> str:
         """`reward 1 (echoed=1)`, or what kept it from being scored."""
