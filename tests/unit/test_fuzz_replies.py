@@ -118,7 +118,8 @@ def test_the_replay_script_plays_exactly_the_reply(reply: str) -> None:
 @given(st.text(max_size=30))
 @settings(max_examples=60, database=None)
 def test_any_reply_round_trips_through_the_replay_script(reply: str) -> None:
-    assert tomllib.loads(replay_script(0, DrawnReply(reply)))["task"][0]["turn"][0]["reply"] == reply
+    script = tomllib.loads(replay_script(0, DrawnReply(reply)))
+    assert script["task"][0]["turn"][0]["reply"] == reply
 
 
 VALID = {"a": 2, "b": 3}

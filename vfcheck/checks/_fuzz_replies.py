@@ -63,7 +63,7 @@ class DrawnReply:
     def describe(self, limit: int = 1_000_000) -> str:
         """The reply as a message quotes it, each part cut to `limit` characters:
         `'\\boxed{}'`, or `calc_add({"a": null}), then '...'`."""
-        said = quoted(short(self.text, limit))
+        said = quoted(ends(self.text, limit))
         if self.tool is None:
             return said
         return f"{self.tool}({short(self.arguments or '', limit)}), then {said}"
@@ -73,6 +73,15 @@ class DrawnReply:
         first = [] if self.tool is None else [{"tool": self.tool,
                                                "raw_arguments": self.arguments or "{}"}]
         return [*first, {"reply": self.text}]
+
+
+def ends(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters in its middle: a long reply's answer is at its
+    end."""
+    if len(text) <= limit:
+        return text
+    half = max(1, limit // 2)
+    return f"{text[:half]} … {text[-half:]}"
 
 
 def quoted(text: str) -> str:

@@ -18,6 +18,9 @@ unicode tables, the constants it collects from the env's modules) goes under the
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
 import threading
 import time
 import zlib
@@ -95,9 +98,11 @@ class ReplySearch:
         loop = asyncio.get_running_loop()
         stop = threading.Event()
         raised: list[BaseException] = []  # what a play raised (a deadline): raised here again
+        current: list[concurrent.futures.Future[ProbeResult]] = []
 
         def play_from_thread(reply: DrawnReply) -> ProbeResult:
             future = asyncio.run_coroutine_threadsafe(self.play(reply), loop)
+            current[:] = [future]
             try:
                 return future.result(PLAY_TIMEOUT)
             except BaseException as error:  # noqa: BLE001 - carried to the check's loop
@@ -109,15 +114,50 @@ class ReplySearch:
         seed = zlib.crc32(f"{self.ctx.seed}:{self.task.data.idx}:{salt}".encode())
         home = Path(self.ctx.options.project_dir or Path.cwd()) / ".vfcheck" / "hypothesis"
         try:
-            return await asyncio.to_thread(
-                _search, strategy, budget, seed, home, play_from_thread, judged, steer,
-                self.time_left, stop)
+            return await in_own_thread(lambda: _search(
+                strategy, budget, seed, home, play_from_thread, judged, steer,
+                self.time_left, stop))
         except _Stopped:
             if raised:
                 raise raised[0] from None
             raise
         finally:
             stop.set()
+            for future in current:
+                future.cancel()
+
+
+async def in_own_thread(work: Callable[[], Searched]) -> Searched:
+    """`work()` run in a thread of its own, in this task's context (the unit and attempt
+    the plays it asks for note their deadlines on). Not the loop's default executor: it
+    has cpu_count + 4 threads, and a search that held one while it waits for a play
+    would starve the plays themselves of the threads verifiers asks for (a deadlock
+    until the runner's deadline, measured with six searches at once on 2 cores)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Searched] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(found: Searched | None, error: BaseException | None) -> None:
+        if done.done():
+            return  # the check ended first (its deadline)
+        if error is not None:
+            done.set_exception(error)
+        else:
+            assert found is not None
+            done.set_result(found)
+
+    def run() -> None:
+        found: Searched | None = None
+        failed: BaseException | None = None
+        try:
+            found = context.run(work)
+        except BaseException as error:  # noqa: BLE001 - raised on the loop
+            failed = error
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, found, failed)
+
+    threading.Thread(target=run, name="vfcheck-reply-search", daemon=True).start()
+    return await done
 
 
 def _search(strategy: Any, budget: int, seed: int, home: Path,
