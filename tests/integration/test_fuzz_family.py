@@ -104,3 +104,23 @@ def test_the_same_seed_gives_the_same_verdict_and_nothing_lands_in_the_cwd(
     first, second = ([(f["task"]["index"], f["outcome"], f["details"]["reply"])
                       for f in fuzz_findings(run, "vfc-broken-fuzz-json")] for run in runs)
     assert first == second and first
+
+
+TOOL_ENVS = ["vfc-tool", "echo-tool-v1"]
+
+
+@pytest.mark.slow
+def test_tool_envs_stay_clean_with_tool_calls_off_their_schema(
+        checked: CheckCache, verifiers_fixtures: Path) -> None:
+    """vfc-tool and verifiers' echo-tool-v1: their tools are called with arguments off the
+    schema (the tool server answers with a validation error, which their rewards read as
+    no proof), then replied to; env code never raises."""
+    run = checked.check(*TOOL_ENVS, "--path", str(FIXTURES), "--path",
+                        str(verifiers_fixtures), "--checks", "fuzz")
+    for env in TOOL_ENVS:
+        findings = fuzz_findings(run, env)
+        assert findings, env
+        for finding in findings:
+            assert finding["outcome"] == "passed", finding["message"]
+            assert finding["details"]["tool_calls"] > 0, finding["details"]
+            assert "with arguments off their schema" in finding["message"]
