@@ -124,3 +124,26 @@ def test_tool_envs_stay_clean_with_tool_calls_off_their_schema(
             assert finding["outcome"] == "passed", finding["message"]
             assert finding["details"]["tool_calls"] > 0, finding["details"]
             assert "with arguments off their schema" in finding["message"]
+
+
+@pytest.mark.slow
+def test_a_crash_on_every_reply_is_the_episodes_not_the_replys(checked: CheckCache) -> None:
+    """vfc-broken-reward-crash's reward raises `KeyError: 'ping'` on task 1 whatever the
+    reply (openenv-wordle's missing `openenv` module has the same shape): vfcheck's default
+    reply raises at the same line, so fuzz blames no reply and points at episode; the
+    other tasks are searched as usual, and vfc-broken-fuzz-boxed still fails
+    (test_a_careless_parser_fails_only_fuzz_with_the_shrunk_reply)."""
+    run = checked.check("vfc-broken-reward-crash", "--path", str(FIXTURES), "--checks",
+                        "fuzz,episode")
+    env = run.envs["vfc-broken-reward-crash"]
+    assert units_with(env, {"failed", "error"}) == {("episode", 1)}
+    by_task = {f["task"]["index"]: f for f in fuzz_findings(run, "vfc-broken-reward-crash")}
+    assert by_task[0]["outcome"] == by_task[2]["outcome"] == "passed"
+    blocked = by_task[1]
+    assert blocked["outcome"] == "skipped"
+    assert blocked["message"].startswith(
+        "env 'vfc-broken-reward-crash', task 1 (vfc-echo:ping): blocked — env code raises on "
+        "vfcheck's default reply too, at the same line (TaskError: ")
+    assert "KeyError: 'ping' (in reward 'echoed' at vfc_broken_reward_crash.py:" \
+           in blocked["message"]
+    assert "see episode[1]" in blocked["message"]

@@ -25,7 +25,7 @@ from vfcheck.checks._fuzz_replies import (
 )
 from vfcheck.checks._probe_results import ProbeResult
 from vfcheck.checks._reply_search import replay_script
-from vfcheck.checks.fuzz import broke, refusal
+from vfcheck.checks.fuzz import broke, refusal, site_of
 
 BOXED = AnswerFormat("boxed")
 TAGS = AnswerFormat("tags", ("answer",))
@@ -154,3 +154,12 @@ def test_the_replay_script_plays_the_tool_call_then_the_reply() -> None:
     script = tomllib.loads(replay_script(0, reply))
     assert script["task"][0]["turn"] == [
         {"tool": "calc_add", "raw_arguments": '{"a": null}'}, {"reply": "{last_tool_result}"}]
+
+
+def test_a_crash_is_told_by_where_it_was_raised() -> None:
+    assert site_of(f"env code raised {CRASH}") == "env.py:42"
+    openenv = ("EnvError: OpenEnvEnv.run(): ModuleNotFoundError: No module named 'openenv' (in "
+               "env code (run) at verifiers/v1/tasksets/openenv/taskset.py:75: `from openenv "
+               "import GenericEnvClient`)")
+    assert site_of(openenv) == "verifiers/v1/tasksets/openenv/taskset.py:75"
+    assert site_of("RuntimeError: the harness failed") is None

@@ -22,7 +22,7 @@ from vfcheck._shared.findings import Finding
 from vfcheck.checks._answer_formats import BARE, named_formats
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._fuzz_replies import DrawnReply
-from vfcheck.checks._lab import ENV_CODE_ERRORS
+from vfcheck.checks._lab import ENV_CODE_ERRORS, env_code_errors, episode_lab
 from vfcheck.checks._probe_results import ProbeResult, num, short
 from vfcheck.checks._registry import check, family, spec_of
 from vfcheck.checks._reply_search import ReplySearch, Searched, replay_script
@@ -36,6 +36,8 @@ MAX_FUZZED_FORMATS = 2
 and over the tool calls where the task offers env tools with arguments."""
 DELIBERATE = re.compile(r": `raise\b[^`]*`\)\s*$")
 """A located error whose line of code is a `raise` statement of the env's own."""
+SITE = re.compile(r" at (\S+:\d+)(?::|\))")
+"""Where a located error was raised (`crash_site`): `env.py:42`."""
 
 
 @check(
@@ -91,6 +93,12 @@ async def fuzz(ctx: CheckContext, task: Any) -> Finding:
         what, searched = found
         reply = searched.found
         assert reply is not None
+        if (same := await raised_anyway(ctx, task, searched.what)) is not None:
+            return ctx.finding(
+                "fuzz", task, "skipped",
+                f"blocked — env code raises on vfcheck's default reply too, at the same line "
+                f"({short(same, 300)}; see episode[{task.data.idx}]): no reply of the "
+                "task's format is to blame", **details)
         details |= {"reply": reply.text, "format": what,
                     "replay_script": replay_script(task.data.idx, reply),
                     "result": search.played[reply].as_dict()}
@@ -113,6 +121,23 @@ async def fuzz(ctx: CheckContext, task: Any) -> Finding:
 
 def _crashed(_: DrawnReply, result: ProbeResult) -> str | None:
     return broke(result)
+
+
+async def raised_anyway(ctx: CheckContext, task: Any, what: str) -> str | None:
+    """The error of vfcheck's default episode of `task` (`episode`'s play, shared) raised
+    at the same file:line as `what`, if one was: then env code raises whatever the reply
+    (a missing dependency, a broken `run`), and the reply fuzz found is not the cause."""
+    site = site_of(what)
+    if site is None:
+        return None
+    default = await (await episode_lab(ctx)).first_play(task)
+    return next((e for e in env_code_errors(default) if site_of(e) == site), None)
+
+
+def site_of(error: str) -> str | None:
+    """Where a located error (`crash_site`) was raised: `env.py:42`, or None."""
+    found = SITE.search(error, max(0, error.rfind(" (in ")))
+    return found.group(1) if found is not None else None
 
 
 def broke(result: ProbeResult) -> str | None:
