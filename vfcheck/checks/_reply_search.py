@@ -172,6 +172,7 @@ def _search(strategy: Any, budget: int, seed: int, home: Path,
 
     set_hypothesis_home_dir(home)
     found: dict[DrawnReply, str] = {}
+    seen: set[DrawnReply] = set()
     searched = Searched()
     phases = (Phase.generate, *([Phase.target] if steer else []), Phase.shrink)
 
@@ -184,12 +185,14 @@ def _search(strategy: Any, budget: int, seed: int, home: Path,
         if stop.is_set():
             raise _Stopped
         if reply not in found:
-            if searched.plays >= budget * SHRINK_FACTOR:
-                return  # the play budget is spent: no more shrinking
-            if not time_left():
-                searched.out_of_time = True
-                return
-            searched.plays += 1
+            if reply not in seen:  # a reply drawn again is judged again, not played again
+                if searched.plays >= budget * SHRINK_FACTOR:
+                    return  # the play budget is spent: no more shrinking
+                if not time_left():
+                    searched.out_of_time = True
+                    return
+                searched.plays += 1
+                seen.add(reply)
             result = play(reply)
             if steer is not None and (score := steer(result)) is not None:
                 target(score, label="reward")
