@@ -289,9 +289,15 @@ def test_search_passes_where_only_the_answer_pays_in_any_form(tmp_path: Any) -> 
                                       "hypothesis played without the answer (as \\boxed{…})")
 
 
-def test_search_is_skipped_without_a_reference_or_a_bar(tmp_path: Any) -> None:
+def test_search_is_skipped_without_a_reference_or_a_bar_or_with_a_scripted_one(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     finding, played = search(tmp_path, lambda reply: 1.0, [task(0, None, BOXED)])
     assert finding.outcome == "skipped" and "no usable reference answer" in finding.message
     assert not any(name.startswith("search#") for name in played)
     finding, _ = search(tmp_path, lambda reply: 0.0)
     assert finding.outcome == "skipped" and "earns 0 in every format" in finding.message
+    monkeypatch.setattr(CheckContext, "script_oracle",
+                        lambda self, task: '{"word": "cat", "count": 3}')
+    finding, played = search(tmp_path, lambda reply: 1.0)
+    assert finding.outcome == "skipped" and "the script's `oracle`" in finding.message
+    assert not any(name.startswith("search#") for name in played)
