@@ -449,6 +449,46 @@ class Bench:
         self.row("vfc-echo: served.data's own work / vfcheck check (every family)", data, full,
                  target="<= 0.05", note="its work timed inside the child, after the import")
 
+    def fuzz(self) -> None:
+        """What the `fuzz` family adds to a default `vfcheck check` (every family vs every
+        family but fuzz; target <= 1.25), on vfc-echo and vfc-boxed-math, each against
+        vf-validate in the same run; and what `exploit.search`'s default budget adds (every
+        family but fuzz at the default `--fuzz-examples` vs at 1: the fuzz option sizes both
+        searches)."""
+        from vfcheck.checks import FAMILIES
+
+        env = child_env()
+        venv = child_env(PYTHONPATH=str(FIXTURES))
+        without = ",".join(f for f in FAMILIES if f != "fuzz")
+        for env_id in ("vfc-echo", "vfc-boxed-math"):
+            print(f"\n## 2f. the fuzz family's cost on {env_id}", flush=True)
+            chk = [str(BIN / "vfcheck"), "check", env_id, "--path", str(FIXTURES)]
+
+            def side(*extra: str, chk: list[str] = chk) -> object:
+                return lambda r: ([*chk, *extra], env, self.fresh("fuzz"))
+
+            def validate(rep: int, env_id: str = env_id) -> tuple[list[str], dict, Path]:
+                out = self.fresh(f"validate-{env_id}")
+                return ([str(BIN / "vf-validate"), env_id, "--runtime.type", "subprocess",
+                         "-o", str(out)], venv, out)
+
+            full, rest, least, ref = self.measure(
+                [("vfcheck check (every family)", side()),
+                 ("vfcheck check (without fuzz)", side("--checks", without)),
+                 ("vfcheck check (without fuzz, --fuzz-examples 1)",
+                  side("--checks", without, "--fuzz-examples", "1")),
+                 ("vf-validate (subprocess runtime)", validate)],
+                self.args.repeat,
+            )
+            for s in (full, rest, least):
+                s.ok_rc = (0, 1)  # 1: findings failed (a finished check)
+            self.row(f"{env_id}: every family / without fuzz", full, rest, target="<= 1.25",
+                     note=failed_note(full))
+            self.row(f"{env_id}: every family / vf-validate", full, ref, target="(info)")
+            self.row(f"{env_id}: without fuzz / vf-validate", rest, ref, target="(info)")
+            self.row(f"{env_id}: without fuzz, exploit.search at its default budget / at "
+                     "--fuzz-examples 1", rest, least, target="(info)")
+
     def judge_formats(self) -> None:
         """What answering a judge in its own format costs (`vfcheck._model.verdict_formats`,
         the judge's `parse` tried on each pair): vfc-judge-json's judge called in a child,
@@ -955,7 +995,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--only",
-        default="idle,check,phases,probes,served,judge,run,scaling,huge,spread,tools",
+        default="idle,check,phases,probes,served,fuzz,judge,run,scaling,huge,spread,tools",
         help="sections to run (comma-separated; default all)",
     )
     args = ap.parse_args(argv)
@@ -993,6 +1033,8 @@ def main(argv: list[str] | None = None) -> int:
             b.probes()
         if "served" in only:
             b.served()
+        if "fuzz" in only:
+            b.fuzz()
         if "judge" in only:
             b.judge_formats()
         if "run" in only:

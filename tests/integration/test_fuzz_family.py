@@ -104,3 +104,46 @@ def test_the_same_seed_gives_the_same_verdict_and_nothing_lands_in_the_cwd(
     first, second = ([(f["task"]["index"], f["outcome"], f["details"]["reply"])
                       for f in fuzz_findings(run, "vfc-broken-fuzz-json")] for run in runs)
     assert first == second and first
+
+
+TOOL_ENVS = ["vfc-tool", "echo-tool-v1"]
+
+
+@pytest.mark.slow
+def test_tool_envs_stay_clean_with_tool_calls_off_their_schema(
+        checked: CheckCache, verifiers_fixtures: Path) -> None:
+    """vfc-tool and verifiers' echo-tool-v1: their tools are called with arguments off the
+    schema (the tool server answers with a validation error, which their rewards read as
+    no proof), then replied to; env code never raises."""
+    run = checked.check(*TOOL_ENVS, "--path", str(FIXTURES), "--path",
+                        str(verifiers_fixtures), "--checks", "fuzz")
+    for env in TOOL_ENVS:
+        findings = fuzz_findings(run, env)
+        assert findings, env
+        for finding in findings:
+            assert finding["outcome"] == "passed", finding["message"]
+            assert finding["details"]["tool_calls"] > 0, finding["details"]
+            assert "with arguments off their schema" in finding["message"]
+
+
+@pytest.mark.slow
+def test_a_crash_on_every_reply_is_the_episodes_not_the_replys(checked: CheckCache) -> None:
+    """vfc-broken-reward-crash's reward raises `KeyError: 'ping'` on task 1 whatever the
+    reply (openenv-wordle's missing `openenv` module has the same shape): vfcheck's default
+    reply raises at the same line, so fuzz blames no reply and points at episode; the
+    other tasks are searched as usual, and vfc-broken-fuzz-boxed still fails
+    (test_a_careless_parser_fails_only_fuzz_with_the_shrunk_reply)."""
+    run = checked.check("vfc-broken-reward-crash", "--path", str(FIXTURES), "--checks",
+                        "fuzz,episode")
+    env = run.envs["vfc-broken-reward-crash"]
+    assert units_with(env, {"failed", "error"}) == {("episode", 1)}
+    by_task = {f["task"]["index"]: f for f in fuzz_findings(run, "vfc-broken-reward-crash")}
+    assert by_task[0]["outcome"] == by_task[2]["outcome"] == "passed"
+    blocked = by_task[1]
+    assert blocked["outcome"] == "skipped"
+    assert blocked["message"].startswith(
+        "env 'vfc-broken-reward-crash', task 1 (vfc-echo:ping): blocked — env code raises on "
+        "vfcheck's default reply too, at the same line (TaskError: ")
+    assert "KeyError: 'ping' (in reward 'echoed' at vfc_broken_reward_crash.py:" \
+           in blocked["message"]
+    assert "see episode[1]" in blocked["message"]

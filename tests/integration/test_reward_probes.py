@@ -29,8 +29,10 @@ BREAKS: dict[str, set[tuple[str, int | None]]] = {
                             ("exploit.judge-attack", 4), ("exploit.answer-spam", 5)},
     "vfc-reward-toolspam": {("exploit.tool-spam", 0), ("exploit.tool-spam", 1)},
     "vfc-judge-backwards": {("judge.wiring", i) for i in SAMPLED},
-    "vfc-reward-format-only": {("exploit.wrong-answer", i) for i in SAMPLED},
     "vfc-judge-keyless": {("judge.skipped", i) for i in SAMPLED},
+    "vfc-reward-format-only": {(c, i) for c in ("exploit.wrong-answer", "exploit.search")
+                               for i in SAMPLED},
+    "vfc-reward-length": {("exploit.search", i) for i in SAMPLED},
     "vfc-reward-constant": {(c, i) for c in ("reward.sensitive", "exploit.empty",
                                              "exploit.echo-prompt", "exploit.refusal",
                                              "exploit.claim", "exploit.judge-attack")

@@ -13,9 +13,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vfcheck.checks._answer_formats import BARE, AnswerFormat
-from vfcheck.checks._fuzz_replies import BENDS, bent, json_text, replies
+from vfcheck.checks._fuzz_replies import (
+    BENDS,
+    DrawnReply,
+    bent,
+    bent_arguments,
+    json_text,
+    quoted,
+    replies,
+    tool_call_replies,
+)
 from vfcheck.checks._probe_results import ProbeResult
-from vfcheck.checks.fuzz import broke, quoted, refusal, replay_script
+from vfcheck.checks._reply_search import replay_script
+from vfcheck.checks.fuzz import broke, refusal, site_of
 
 BOXED = AnswerFormat("boxed")
 TAGS = AnswerFormat("tags", ("answer",))
@@ -101,11 +111,55 @@ def test_a_reply_is_quoted_as_written_unless_a_line_cannot_show_it() -> None:
 
 @pytest.mark.parametrize("reply", ["\\boxed{}", '{"city": null}', "a\nb 'q' \"d\""])
 def test_the_replay_script_plays_exactly_the_reply(reply: str) -> None:
-    script = tomllib.loads(replay_script(1, reply))
+    script = tomllib.loads(replay_script(1, DrawnReply(reply)))
     assert script == {"task": [{"index": 1, "turn": [{"reply": reply}]}]}
 
 
 @given(st.text(max_size=30))
 @settings(max_examples=60, database=None)
 def test_any_reply_round_trips_through_the_replay_script(reply: str) -> None:
-    assert tomllib.loads(replay_script(0, reply))["task"][0]["turn"][0]["reply"] == reply
+    script = tomllib.loads(replay_script(0, DrawnReply(reply)))
+    assert script["task"][0]["turn"][0]["reply"] == reply
+
+
+VALID = {"a": 2, "b": 3}
+
+
+@pytest.mark.parametrize(("how", "key", "value", "expected"), [
+    ("missing", 1, "x", {"a": 2}), ("null", 0, "x", {"a": None, "b": 3}),
+    ("wrong type", 0, "x", {"a": "x", "b": 3}), ("wrong type", 1, 7, {"a": 2, "b": "x"}),
+    ("extra", 0, [], {"a": 2, "b": 3, "unexpected": []}), ("empty", 0, "x", {}),
+    ("huge", 0, "x", {"a": 10**30, "b": 3}),
+])
+def test_tool_arguments_are_bent_off_their_schema(how: str, key: int, value: object,
+                                                  expected: dict[str, object]) -> None:
+    assert json.loads(bent_arguments(VALID, how, key, value)) == expected
+
+
+def test_arguments_that_are_no_object_and_huge_strings() -> None:
+    assert not isinstance(json.loads(bent_arguments(VALID, "not an object", 0, "x")), dict)
+    assert json.loads(bent_arguments({"m": "hi"}, "huge", 0, 1))["m"] == "x" * 10_000
+
+
+@settings(max_examples=60, database=None)
+@given(tool_call_replies({"calc_add": VALID}, replies(BOXED, "5")))
+def test_a_tool_call_reply_calls_an_offered_tool_off_its_schema(reply: DrawnReply) -> None:
+    assert reply.tool == "calc_add" and reply.arguments is not None
+    assert reply.arguments != json.dumps(VALID)
+    assert reply.describe().startswith("calc_add(")
+
+
+def test_the_replay_script_plays_the_tool_call_then_the_reply() -> None:
+    reply = DrawnReply("{last_tool_result}", "calc_add", '{"a": null}')
+    script = tomllib.loads(replay_script(0, reply))
+    assert script["task"][0]["turn"] == [
+        {"tool": "calc_add", "raw_arguments": '{"a": null}'}, {"reply": "{last_tool_result}"}]
+
+
+def test_a_crash_is_told_by_where_it_was_raised() -> None:
+    assert site_of(f"env code raised {CRASH}") == "env.py:42"
+    openenv = ("EnvError: OpenEnvEnv.run(): ModuleNotFoundError: No module named 'openenv' (in "
+               "env code (run) at verifiers/v1/tasksets/openenv/taskset.py:75: `from openenv "
+               "import GenericEnvClient`)")
+    assert site_of(openenv) == "verifiers/v1/tasksets/openenv/taskset.py:75"
+    assert site_of("RuntimeError: the harness failed") is None

@@ -13,6 +13,7 @@ import pytest
 from vfcheck._options.resolved import CheckOptions
 from vfcheck._shared.findings import Finding
 from vfcheck.checks import BY_ID
+from vfcheck.checks import _probes as probes_module
 from vfcheck.checks import exploit as exploit_module
 from vfcheck.checks import judge as judge_module
 from vfcheck.checks import reward as reward_module
@@ -39,22 +40,25 @@ def task(index: int, answer: str | None = "7", system: str = "") -> Any:
     return SimpleNamespace(data=data, key=f"t{index}", config=SimpleNamespace(judges=None))
 
 
-def context(tasks: list[Any], reward_max: float | None = None) -> CheckContext:
-    ctx = CheckContext("vfc-canned", {}, CheckOptions(reward_max=reward_max, sample=3))
+def context(tasks: list[Any], reward_max: float | None = None,
+            project_dir: str = "") -> CheckContext:
+    ctx = CheckContext("vfc-canned", {}, CheckOptions(reward_max=reward_max, sample=3,
+                                                      project_dir=project_dir))
     ctx.tasks = tasks
     return ctx
 
 
 def run(check: str, plays: Plays, tasks: list[Any] | None = None, index: int = 0,
-        reward_max: float | None = None, default: ProbeResult | None = None,
-        alone: Plays | None = None) -> tuple[Finding, list[str]]:
+        reward_max: float | None = None,
+        default: ProbeResult | Callable[[Probe], ProbeResult] | None = None,
+        alone: Plays | None = None, project_dir: str = "") -> tuple[Finding, list[str]]:
     """`check`'s finding on task `index`, every play answered from `plays` (by probe name;
     `default` else, a scored 0), and the probe names played. A probe played again one at a
     time is answered from `alone` where it names it, else as at once."""
     import asyncio
 
     tasks = tasks or [task(0), task(1, "3"), task(2, "9")]
-    ctx = context(tasks, reward_max)
+    ctx = context(tasks, reward_max, project_dir)
     lab = ProbeLab(ctx, None)
     played: list[str] = []
 
@@ -86,7 +90,7 @@ def run(check: str, plays: Plays, tasks: list[Any] | None = None, index: int = 0
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ProbeLab, "_play", fake_play)
         patch.setattr(ProbeLab, "alone_results", fake_alone)
-        for module in (reward_module, exploit_module, judge_module):
+        for module in (reward_module, exploit_module, judge_module, probes_module):
             patch.setattr(module, "probe_lab", the_lab)
         finding = asyncio.run(BY_ID[check].fn(ctx, tasks[index]))  # type: ignore[misc]
     return finding, played
@@ -284,3 +288,65 @@ def test_a_failure_one_at_a_time_confirms_stands_as_it_was() -> None:
     assert "empty alone" in played
     passing, played = run("exploit.empty", {"oracle[bare]": result(1.0)})
     assert passing.outcome == "passed" and not any(p.endswith(" alone") for p in played)
+
+
+def search(tmp_path: Any, earned: Callable[[str], float],
+           tasks: list[Any] | None = None) -> tuple[Finding, list[str]]:
+    """exploit.search on task 0 (answer `7`, a `\\boxed{}` prompt), each reply earning
+    `earned(reply)`."""
+    tasks = tasks or [task(0, system=BOXED), task(1, "3", BOXED), task(2, "9", BOXED)]
+    return run("exploit.search", {}, tasks, default=lambda p: result(earned(p.reply)),
+               project_dir=str(tmp_path))
+
+
+def boxed_value(reply: str) -> float | None:
+    import re
+
+    found = re.findall(r"\\boxed\{([^{}]*)\}", reply)
+    try:
+        return float(found[-1]) if found else None
+    except ValueError:
+        return None
+
+
+def test_search_finds_a_reply_without_the_answer_that_earns_the_oracles_reward(
+        tmp_path: Any) -> None:
+    def at_least(reply: str) -> float:  # a one-sided comparison: any box >= 7 pays
+        value = boxed_value(reply)
+        return float(value is not None and value >= 7)
+
+    finding, played = search(tmp_path, at_least)
+    assert finding.outcome == "failed", finding.message
+    reply = finding.details["reply"]
+    assert "7" not in reply and at_least(reply) == 1.0
+    assert "replies without the answer '7', as \\boxed{…}" in finding.message
+    assert "at least the reference answer's 1 ('\\\\boxed{7}', data.answer" in finding.message
+    assert finding.details["probes"] == {"oracle": 1.0, "search": 1.0}
+    assert sum(name.startswith("search#") for name in played) <= 3 * 12
+
+
+def test_search_passes_where_only_the_answer_pays_in_any_form(tmp_path: Any) -> None:
+    def exact(reply: str) -> float:  # pays 7 written any way: 7.0, 7e0, 14/2 ...
+        value = boxed_value(reply)
+        return float(value is not None and abs(value - 7) < 1e-9)
+
+    finding, played = search(tmp_path, exact)
+    assert finding.outcome == "passed", finding.message
+    searched = sum(name.startswith("search#") for name in played)
+    assert 0 < searched <= 12  # the budget; a reply drawn twice is played once
+    assert finding.message.startswith(f"env 'vfc-canned', task 0 (t0): no reply of {searched} "
+                                      "hypothesis played without the answer (as \\boxed{…})")
+
+
+def test_search_is_skipped_without_a_reference_or_a_bar_or_with_a_scripted_one(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    finding, played = search(tmp_path, lambda reply: 1.0, [task(0, None, BOXED)])
+    assert finding.outcome == "skipped" and "no usable reference answer" in finding.message
+    assert not any(name.startswith("search#") for name in played)
+    finding, _ = search(tmp_path, lambda reply: 0.0)
+    assert finding.outcome == "skipped" and "earns 0 in every format" in finding.message
+    monkeypatch.setattr(CheckContext, "script_oracle",
+                        lambda self, task: '{"word": "cat", "count": 3}')
+    finding, played = search(tmp_path, lambda reply: 1.0)
+    assert finding.outcome == "skipped" and "the script's `oracle`" in finding.message
+    assert not any(name.startswith("search#") for name in played)

@@ -95,8 +95,9 @@ OPTIONS: tuple[Option, ...] = (
            "`exploit.*` probe that reaches it fails", default=None,
            shown_default="the sum of the env's reward weights, else 1", key="reward_max",
            cli=("--reward-max",), pytest="--vf-reward-max", metavar="R", above=0),
-    Option("fuzz_examples", "int", "replies the `fuzz` family plays per sampled task while "
-           "it searches (shrinking a failure may play twice as many more)", default=12,
+    Option("fuzz_examples", "int", "replies the `fuzz` family, and `exploit.search`, play per "
+           "sampled task while they search (shrinking a failure may play twice as many more)",
+           default=12,
            key="fuzz_examples", cli=("--fuzz-examples",), pytest="--vf-fuzz-examples",
            metavar="N", minimum=1),
     Option("group_size", "int", "episodes of one task the `concurrency` family plays at once "

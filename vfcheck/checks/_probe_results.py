@@ -55,6 +55,8 @@ class ProbeResult:
     """Those of `env_tools` that take no arguments (calling one is the work, not a guess)."""
     judge_exchanges: list[dict[str, Any]] = field(default_factory=list)
     """What each judge call was asked and answered (`vfcheck.checks._judge_calls`)."""
+    tool_parameters: dict[str, Any] = field(default_factory=dict)
+    """Each of `env_tools`' JSON-schema parameters, as the first request offered them."""
 
     def describe(self) -> str:
         """`reward 1 (echoed=1)`, or what kept it from being scored."""

@@ -307,6 +307,7 @@ class ProbeLab:
             judge_calls=sum(1 for r in mine if r.request.kind == "judge"),
             turns=len(agent), env_tools=env_tools,
             argless_tools=[n for n in env_tools if not takes_arguments(offered[n])],
+            tool_parameters={n: offered[n] for n in env_tools},
             runner_error=result.runner_error, unfinished=result.unfinished, weights=weights,
             judges=judges, judge_exchanges=judge_exchanges(result.traces),
             format=probe.format)

@@ -3,57 +3,41 @@
 `robustness` plays replies in no format; a reward that parses its format carelessly
 (`float()` on the box, `obj["city"]` without checking the shape) passes it, and errors the
 rollout on the first `\\boxed{1,000}` a policy writes. Per sampled task, hypothesis searches
-the replies of the formats the task's prompt names (`vfcheck.checks._fuzz_replies`), each
-played as an episode through the probe lab (the env's own scoring, nothing re-implemented),
-and shrinks a failure to the smallest reply that causes it. The property: no env code error
-and every reward finite. A `raise` statement of the env's own is its contract refusing a
-reply (vfc-json-contract), not a crash; `robustness` reports those.
-
-hypothesis runs in a thread (its search is synchronous) and plays each example on the
-check's event loop; seeded from the run's seed and the task, no example database, so the
-same seed gives the same verdict. What hypothesis caches (its unicode tables, the constants
-it collects from the env's modules) goes under the project's `.vfcheck/hypothesis`, never
-the working directory. `--fuzz-examples` bounds the search, and shrinking stops
-after `SHRINK_FACTOR` times as many plays.
+the replies of the formats the task's prompt names (`vfcheck.checks._fuzz_replies`), and on
+a task that offers env tools with arguments, tool calls with arguments off their schema
+before the reply; each is played as an episode through the probe lab
+(`vfcheck.checks._reply_search`: the env's own scoring, nothing re-implemented), and a
+failure is shrunk to the smallest reply that causes it. The property: no env code error and
+every reward finite. A `raise` statement of the env's own is its contract refusing a reply
+(vfc-json-contract), not a crash; `robustness` reports those.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 import re
-import threading
-import zlib
-from pathlib import Path
 from typing import Any
 
 from vfcheck._shared.findings import Finding
-from vfcheck.checks._answer_formats import BARE, AnswerFormat, named_formats
+from vfcheck.checks._answer_formats import BARE, named_formats
 from vfcheck.checks._context import CheckContext
-from vfcheck.checks._lab import ENV_CODE_ERRORS
-from vfcheck.checks._probe_results import Probe, ProbeResult, fixed_reply, num, short
-from vfcheck.checks._registry import check, family
-from vfcheck.checks._trivial_probes import prompt_text, system_text
+from vfcheck.checks._fuzz_replies import DrawnReply
+from vfcheck.checks._lab import ENV_CODE_ERRORS, env_code_errors, episode_lab
+from vfcheck.checks._probe_results import ProbeResult, num, short
+from vfcheck.checks._registry import check, family, spec_of
+from vfcheck.checks._reply_search import ReplySearch, Searched, replay_script
+from vfcheck.checks._trivial_probes import prompt_text, spammable_tools, system_text
 
 family("fuzz", order=92, summary="replies in the task's own answer format, searched and "
        "shrunk by hypothesis, never crash env code.")
 
 MAX_FUZZED_FORMATS = 2
-"""Formats searched per task (the first its prompt names): the budget is split over them."""
-SHRINK_FACTOR = 3
-"""Plays per task at most, in multiples of the example budget: shrinking stops there."""
-PLAY_TIMEOUT = 600.0
-"""Seconds the search thread waits for one play (the check's own deadline stops it first)."""
+"""Formats searched per task (the first its prompt names): the budget is split over them,
+and over the tool calls where the task offers env tools with arguments."""
 DELIBERATE = re.compile(r": `raise\b[^`]*`\)\s*$")
 """A located error whose line of code is a `raise` statement of the env's own."""
-
-
-class _Broke(Exception):
-    """A reply broke env code: hypothesis shrinks it."""
-
-
-class _Stopped(Exception):
-    """The check ended (its deadline): the search thread stops playing."""
+SITE = re.compile(r" at (\S+:\d+)(?::|\))")
+"""Where a located error was raised (`crash_site`): `env.py:42`."""
 
 
 @check(
@@ -63,12 +47,16 @@ class _Stopped(Exception):
     fails_when="a reply hypothesis builds from the formats the task's prompt names (content "
     "inside the format: empty, separators, signs, exponents, LaTeX, words, unicode digits; "
     "the format bent: nested, unclosed, two answers; JSON with missing keys, null, wrong "
-    "types, a list for an object) makes env code raise (not a `raise` of its own) or a "
-    "reward not finite; the message names the shrunk reply",
+    "types, a list for an object; on a tool task, an env tool called first with arguments "
+    "off its schema: a key missing, null, of the wrong type, extra, huge) makes env code "
+    "raise (not a `raise` of its own) or a reward not finite; the message names the shrunk "
+    "reply",
     why="a policy in training writes millions of replies in the env's format with content "
     "nobody planned for; a reward that raises errors the rollout instead of scoring it",
 )
 async def fuzz(ctx: CheckContext, task: Any) -> Finding:
+    from vfcheck._model import generate_arguments
+    from vfcheck.checks._fuzz_replies import replies, tool_call_replies
     from vfcheck.checks._probes import probe_lab
 
     lab = await probe_lab(ctx)
@@ -76,112 +64,80 @@ async def fuzz(ctx: CheckContext, task: Any) -> Finding:
     formats = formats[:MAX_FUZZED_FORMATS]
     reference = lab.reference(task)
     answer = reference.answer if reference is not None and not reference.scripted else None
-    budget = max(1, ctx.options.fuzz_examples // len(formats))
-    home = Path(ctx.options.project_dir or Path.cwd()) / ".vfcheck" / "hypothesis"
-    loop = asyncio.get_running_loop()
-    stop = threading.Event()
-    raised: list[BaseException] = []  # what a play raised (a deadline): raised here again
-    played: dict[str, ProbeResult] = {}
-    broken: list[tuple[str, AnswerFormat, str]] = []  # reply, format, what broke
-    tried = 0
-    try:
-        for fmt in formats:
-            try:
-                found = await asyncio.to_thread(
-                    _search, fmt, answer, budget, _seed(ctx.seed, task.data.idx), home,
-                    lambda reply: _play_from_thread(loop, lab, task, reply, played, stop,
-                                                    raised), stop)
-            except _Stopped:
-                if raised:
-                    raise raised[0] from None
-                raise
-            tried += found[0]
-            if found[1] is not None:
-                broken.append((found[1], fmt, found[2]))
-                break
-    finally:
-        stop.set()
-    refused = sum(1 for r in played.values() if refusal(r))
+    empty = lab.probe("empty", task)
+    assert empty is not None
+    first = await lab.play(task, empty)  # which env tools the task offers (exploit.empty's)
+    tools = {name: generate_arguments(first.tool_parameters.get(name, {}), tool_name=name)
+             for name in spammable_tools(first)}
+    searches: list[tuple[str, Any]] = [
+        (fmt.describe(), replies(fmt, answer).map(DrawnReply)) for fmt in formats]
+    if tools:
+        searches.append((f"calling {', '.join(tools)} with arguments off their schema",
+                         tool_call_replies(tools, replies(formats[0], answer))))
+    budget = max(1, ctx.options.fuzz_examples // len(searches))
+    search = ReplySearch(ctx, lab, task, "positive", spec_of("fuzz").deadline(ctx.timeout),
+                         "fuzz")
+    done: list[tuple[str, Searched]] = []
+    for what, strategy in searches:
+        done.append((what, await search.run(strategy, budget, what, _crashed)))
+        if done[-1][1].found is not None or done[-1][1].out_of_time:
+            break
+    tried = sum(s.plays for _, s in done)
+    refused = sum(1 for r in search.played.values() if refusal(r))
     details: dict[str, Any] = {
-        "formats": [f.describe() for f in formats], "examples": tried,
-        "budget": ctx.options.fuzz_examples, "refused": refused}
-    if broken:
-        reply, fmt, what = broken[0]
-        details |= {"reply": reply, "format": fmt.describe(),
+        "formats": [what for what, _ in searches], "examples": tried,
+        "budget": ctx.options.fuzz_examples, "refused": refused,
+        "tool_calls": sum(1 for r in search.played if r.tool is not None)}
+    found = next(((what, s) for what, s in done if s.found is not None), None)
+    if found is not None:
+        what, searched = found
+        reply = searched.found
+        assert reply is not None
+        if (same := await raised_anyway(ctx, task, searched.what)) is not None:
+            return ctx.finding(
+                "fuzz", task, "skipped",
+                f"blocked — env code raises on vfcheck's default reply too, at the same line "
+                f"({short(same, 300)}; see episode[{task.data.idx}]): no reply of the "
+                "task's format is to blame", **details)
+        details |= {"reply": reply.text, "format": what,
                     "replay_script": replay_script(task.data.idx, reply),
-                    "result": played[reply].as_dict()}
+                    "result": search.played[reply].as_dict()}
+        if reply.tool is not None:
+            details |= {"tool": reply.tool, "arguments": reply.arguments}
         return ctx.finding(
             "fuzz", task, "failed",
-            f"{what}, on the reply {quoted(short(reply, 120))} ({fmt.describe()}; the "
+            f"{searched.what}, on the reply {reply.describe(120)} ({what}; the "
             f"smallest failing reply of {tried} hypothesis played; replay: `vfcheck run "
             f"{ctx.env_id} --script FILE`, FILE holding details.replay_script)", **details)
     refusals = (f", {refused} of them refused by a `raise` of its own (its contract; "
                 "robustness reports those)" if refused else "")
+    stopped = ("; the search stopped when its share of the check's deadline was spent"
+               if any(s.out_of_time for _, s in done) else "")
     return ctx.finding("fuzz", task, "passed",
                        f"env code survived {tried} replies "
-                       f"{' and '.join(f.describe() for f in formats)}{refusals}", **details)
+                       f"{' and '.join(what for what, _ in done)}{refusals}{stopped}",
+                       **details)
 
 
-def _search(fmt: AnswerFormat, answer: str | None, budget: int, seed: int, home: Path,
-            play: Any, stop: threading.Event) -> tuple[int, str | None, str]:
-    """hypothesis' search over `fmt`'s replies, `play` scoring each: (plays, the smallest
-    reply that broke env code or None, what broke)."""
-    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-    from hypothesis import seed as seeded
-    from hypothesis.configuration import set_hypothesis_home_dir
-
-    set_hypothesis_home_dir(home)
-
-    from vfcheck.checks._fuzz_replies import replies
-
-    failures: dict[str, str] = {}
-    plays = [0]
-
-    @seeded(seed)
-    @settings(max_examples=budget, database=None, deadline=None, derandomize=False,
-              phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck),
-              verbosity=Verbosity.quiet, report_multiple_bugs=False, print_blob=False)
-    @given(replies(fmt, answer))
-    def never_crashes(reply: str) -> None:
-        if stop.is_set():
-            raise _Stopped
-        if reply not in failures and plays[0] >= budget * SHRINK_FACTOR:
-            return  # the play budget is spent: no more shrinking
-        if reply not in failures:
-            plays[0] += 1
-            what = broke(play(reply))
-            if what is None:
-                return
-            failures[reply] = what
-        raise _Broke(reply)
-
-    try:
-        never_crashes()
-    except _Stopped:
-        raise
-    except Exception:  # noqa: BLE001 - hypothesis' own report of the failure: ours is below
-        pass
-    if not failures:
-        return plays[0], None, ""
-    smallest = min(failures, key=lambda r: (len(r), r))
-    return plays[0], smallest, failures[smallest]
+def _crashed(_: DrawnReply, result: ProbeResult) -> str | None:
+    return broke(result)
 
 
-def _play_from_thread(loop: asyncio.AbstractEventLoop, lab: Any, task: Any, reply: str,
-                      played: dict[str, ProbeResult], stop: threading.Event,
-                      raised: list[BaseException]) -> ProbeResult:
-    """Play `reply` on the check's loop from the search thread (each reply once)."""
-    if reply not in played:
-        probe = Probe(f"fuzz#{len(played)}", "positive", fixed_reply(reply), reply)
-        future = asyncio.run_coroutine_threadsafe(lab.play(task, probe), loop)
-        try:
-            played[reply] = future.result(PLAY_TIMEOUT)
-        except BaseException as error:  # noqa: BLE001 - carried to the check's loop
-            raised.append(error)
-            future.cancel()
-            stop.set()
-            raise _Stopped from None
-    return played[reply]
+async def raised_anyway(ctx: CheckContext, task: Any, what: str) -> str | None:
+    """The error of vfcheck's default episode of `task` (`episode`'s play, shared) raised
+    at the same file:line as `what`, if one was: then env code raises whatever the reply
+    (a missing dependency, a broken `run`), and the reply fuzz found is not the cause."""
+    site = site_of(what)
+    if site is None:
+        return None
+    default = await (await episode_lab(ctx)).first_play(task)
+    return next((e for e in env_code_errors(default) if site_of(e) == site), None)
+
+
+def site_of(error: str) -> str | None:
+    """Where a located error (`crash_site`) was raised: `env.py:42`, or None."""
+    found = SITE.search(error, max(0, error.rfind(" (in ")))
+    return found.group(1) if found is not None else None
 
 
 def broke(result: ProbeResult) -> str | None:
@@ -199,30 +155,3 @@ def broke(result: ProbeResult) -> str | None:
 def refusal(result: ProbeResult) -> bool:
     """Whether env code refused the reply with a `raise` of its own (and nothing else)."""
     return any(DELIBERATE.search(e) for e in result.errors) and broke(result) is None
-
-
-def quoted(text: str) -> str:
-    """`text` in quotes as written (`'\\boxed{}'` reads as the reply did), repr where it
-    holds what a line cannot show (a newline, a control character)."""
-    return f"'{text}'" if text.isprintable() and "'" not in text else repr(text)
-
-
-def replay_script(index: int, reply: str) -> str:
-    """A script (TOML) that plays `reply` as task `index`'s reply."""
-    import tomlkit
-
-    document = tomlkit.document()
-    entry = tomlkit.table()
-    entry.add("index", index)
-    turn = tomlkit.aot()
-    turn.append(tomlkit.item({"reply": reply}))
-    entry.add("turn", turn)
-    tasks = tomlkit.aot()
-    tasks.append(entry)
-    document.add("task", tasks)
-    return tomlkit.dumps(document)
-
-
-def _seed(run_seed: int, index: int) -> int:
-    """hypothesis' seed for task `index`: the run's seed and the task, stable across runs."""
-    return zlib.crc32(f"{run_seed}:{index}".encode())
