@@ -3,7 +3,9 @@ toolset is a remote MCP server, which an offline run refuses): `episode` fails o
 truly, in one line naming the refused connection (the harness's exception group condensed
 to its leaf); `preview`, which has no request to judge, is skipped as blocked, pointing to
 `episode[i]`, with no deadline hit and nothing run again alone, and so is `robustness`
-(no bad reply was ever sent: it used to pass, "survived"); `served.episode` does not
+(no bad reply was ever sent: it used to pass, "survived"), and so are `fuzz` and
+`concurrency` (no searched reply, no episode at once reached env code: they passed too);
+`served.episode` does not
 call the same error one "the in-process play did not" record."""
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ def test_a_harness_that_never_reaches_the_model_blocks_preview_and_fails_episode
     fixtures_dir: Path, checked: CheckCache
 ) -> None:
     run = checked.check(ENV, "--path", str(fixtures_dir), "--checks",
-                        "episode,preview,robustness,served")
+                        "episode,preview,robustness,fuzz,concurrency,served")
     env = run.envs[ENV]
     by_unit = {(f["check"], (f["task"] or {}).get("index")): f for f in env["findings"]}
     for index in (0, 1):
@@ -45,6 +47,11 @@ def test_a_harness_that_never_reaches_the_model_blocks_preview_and_fails_episode
         assert robustness["outcome"] == "skipped", robustness
         assert "blocked — the episode ended before the first model request" in robustness[
             "message"] and robustness["message"].endswith(f"(see episode[{index}])")
+        for check in ("fuzz", "concurrency"):  # no reply reached env code: no pass
+            blocked = by_unit[(check, index)]
+            assert blocked["outcome"] == "skipped", blocked
+            assert "blocked — the episode ended before the first model request" in blocked[
+                "message"] and blocked["message"].endswith(f"(see episode[{index}])")
         served = by_unit[("served.episode", index)]
         assert "which the in-process play did not" not in served["message"], served
     assert run.returncode == 1

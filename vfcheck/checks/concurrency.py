@@ -20,7 +20,12 @@ from typing import Any
 from vfcheck._shared.findings import Finding
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._interference import Played, as_rows, changes, compare, described
-from vfcheck.checks._lab import dead_server_block, normalized_views, unfinished_plays
+from vfcheck.checks._lab import (
+    blocked_before_model,
+    dead_server_block,
+    normalized_views,
+    unfinished_plays,
+)
 from vfcheck.checks._probes import ProbeLab, probe_lab
 from vfcheck.checks._registry import check, family
 
@@ -71,6 +76,10 @@ async def concurrency(ctx: CheckContext, task: Any) -> Finding:
         return ctx.finding("concurrency", task, "skipped", dead)
     if (blocked := unfinished_plays(plays, index)) is not None:
         return ctx.finding("concurrency", task, "failed", blocked)
+    if all(blocked_before_model(r) for r in plays):  # every play alike, and for nothing
+        return ctx.finding("concurrency", task, "skipped",
+                           f"blocked — {blocked_before_model(plays[0])}, so no reply reached "
+                           f"env code at once or one at a time (see episode[{index}])")
     at_once = [Played(name, normalized_views(r)) for name, r in zip(order, group, strict=True)]
     one_at_a_time = {name: Played(name, normalized_views(r)) for name, r in alone.items()}
     found = compare(at_once, one_at_a_time)

@@ -22,7 +22,7 @@ from vfcheck._shared.findings import Finding
 from vfcheck.checks._answer_formats import BARE, named_formats
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._fuzz_replies import DrawnReply
-from vfcheck.checks._lab import ENV_CODE_ERRORS, env_code_errors, episode_lab
+from vfcheck.checks._lab import ENV_CODE_ERRORS, blocked_before_model, env_code_errors, episode_lab
 from vfcheck.checks._probe_results import ProbeResult, num, short
 from vfcheck.checks._registry import check, family, spec_of
 from vfcheck.checks._reply_search import ReplySearch, Searched, replay_script
@@ -109,6 +109,12 @@ async def fuzz(ctx: CheckContext, task: Any) -> Finding:
             f"{searched.what}, on the reply {reply.describe(120)} ({what}; the "
             f"smallest failing reply of {tried} hypothesis played; replay: `vfcheck run "
             f"{ctx.env_id} --script FILE`, FILE holding details.replay_script)", **details)
+    if all(r.turns == 0 for r in search.played.values()) and (
+            blocked := blocked_before_model(await lab.lab.first_play(task))) is not None:
+        # no searched reply was ever sent: "survived" would be a pass for nothing
+        return ctx.finding("fuzz", task, "skipped",
+                           f"blocked — {blocked}, so no searched reply reached env code (see "
+                           f"episode[{task.data.idx}])", **details)
     refusals = (f", {refused} of them refused by a `raise` of its own (its contract; "
                 "robustness reports those)" if refused else "")
     stopped = ("; the search stopped when its share of the check's deadline was spent"
