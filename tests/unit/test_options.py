@@ -35,6 +35,8 @@ SAMPLES: dict[str, list[str]] = {
     "wheels": ["wheelhouse"],
     "reward_max": ["2"],
     "fuzz_examples": ["5"],
+    "soak_episodes": ["8"],
+    "soak_growth": ["4096"],
 }
 """A value other than the default for every option a replay line repeats (a flag: none)."""
 

@@ -62,6 +62,8 @@ class CheckOptions:
     """Accepted findings: fnmatch pattern -> the user's reason (`vfcheck._options.allow`)."""
     reward_max: float | None = field(default_factory=default_of("reward_max"))
     fuzz_examples: int = field(default_factory=default_of("fuzz_examples"))
+    soak_episodes: int = field(default_factory=default_of("soak_episodes"))
+    soak_growth: int = field(default_factory=default_of("soak_growth"))
     golden_dir_from: GoldenFrom = "default"
     """Who named the golden dir: the command line (replay lines repeat it), pyproject.toml,
     or nobody (`golden/` of the project)."""

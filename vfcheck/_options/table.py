@@ -99,6 +99,12 @@ OPTIONS: tuple[Option, ...] = (
            "it searches (shrinking a failure may play twice as many more)", default=12,
            key="fuzz_examples", cli=("--fuzz-examples",), pytest="--vf-fuzz-examples",
            metavar="N", minimum=1),
+    Option("soak_episodes", "int", "episodes of one sampled task `soak.memory` plays in a row "
+           "(the first fifth warm up, untraced)", default=20, key="soak_episodes",
+           cli=("--soak-episodes",), pytest="--vf-soak-episodes", metavar="N", minimum=5),
+    Option("soak_growth", "int", "bytes per episode env code may keep from episode to episode "
+           "before `soak.memory` fails", default=1024, key="soak_growth",
+           cli=("--soak-growth",), pytest="--vf-soak-growth", metavar="BYTES", minimum=0),
     Option("wheels", "path", "folder of wheels the harness programs resolve their "
            "dependencies from, with no package index (fill it with: vfcheck wheels DIR ENV)",
            shown_default="the index", key="wheels", cli=("--wheels",), pytest="--vf-wheels",

@@ -168,6 +168,9 @@ class EpisodeLab:
         self.timeout = timeout
         self._plays: dict[int, asyncio.Future[Any]] = {}
         self._second_plays: dict[int, asyncio.Future[Any]] = {}
+        self.played = 0
+        """Episodes the lab has played to their end, for every check (`soak.memory` tells its
+        own from the others that ran meanwhile)."""
         self.goldens: GoldenPlan | None = None
         self._gate = asyncio.Semaphore(at_once)
         self.dead_servers: dict[int, Any] = {}
@@ -188,6 +191,7 @@ class EpisodeLab:
             if (blocked := self.not_served(task)) is not None:
                 return blocked
             result = noted(await runner.play(task, timeout=self.timeout, on_trace=assign))
+            self.played += 1
         if result.dead_tool_server is not None:
             self.dead_servers.setdefault(index, result.dead_tool_server)
         return result
