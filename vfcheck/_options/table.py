@@ -99,8 +99,10 @@ OPTIONS: tuple[Option, ...] = (
            "it searches (shrinking a failure may play twice as many more)", default=12,
            key="fuzz_examples", cli=("--fuzz-examples",), pytest="--vf-fuzz-examples",
            metavar="N", minimum=1),
-    Option("soak_episodes", "int", "episodes of one sampled task `soak.memory` plays in a row "
-           "(the first fifth warm up, untraced)", default=20, key="soak_episodes",
+    Option("soak_episodes", "int", "episodes of one sampled task `soak.memory` plays (the "
+           "first fifth warm up, untraced; the rest in two stretches, of two episodes each when "
+           "each episode starts a tool server or a harness program)", default=20,
+           key="soak_episodes",
            cli=("--soak-episodes",), pytest="--vf-soak-episodes", metavar="N", minimum=5),
     Option("soak_growth", "int", "bytes per episode env code may keep from episode to episode "
            "before `soak.memory` fails", default=1024, key="soak_growth",

@@ -8,7 +8,8 @@ The check plays the first sampled task `--soak-episodes` times through the episo
 once every other check of the worker is done (phase `last`: their episodes would blur what
 it measures, and its tracing would slow them). The first fifth warm up untraced (imports,
 caches; the episodes the other checks played count, all but one); the rest are played in
-two stretches, each as many at once as the lab plays (as a trainer plays a group), and
+two stretches, each as many at once as the lab plays (as a trainer plays a group; two
+episodes a stretch when each starts a tool server or a harness program), and
 tracemalloc (`vfcheck._host.retained`) snapshots what env code's lines hold before, between
 and after them, with no episode in flight. A line that held more after each stretch grows
 per episode (`vfcheck.checks._memory_growth`).
@@ -33,21 +34,22 @@ from vfcheck.checks._memory_growth import growth_observed, steady_growth
 from vfcheck.checks._registry import check, family
 
 CHECK = "soak.memory"
-BUDGET_SECONDS = 4.0
-"""What the two traced stretches may take, estimated from the warm-up's episodes: a stretch
-is shortened (to two episodes at least) when the task's episodes are slow (a tool server
-per episode: about a second each)."""
 
 family("soak", order=150, summary="one task played many times over keeps no more memory in "
        "env code from episode to episode.")
 
+PROCESS_STRETCH = 2
+"""A stretch's episodes when each episode starts processes (a tool server, a harness program
+on the env tier: a second or more each, and out of sight): the fewest that show growth."""
 
-def budgeted_stretch(stretch: int, seconds: float) -> int:
-    """The stretch's episodes when the task's episodes take `seconds` each: as planned if
-    both stretches fit in `BUDGET_SECONDS`, else fewer, two at least."""
-    if seconds <= 0:
-        return stretch
-    return max(2, min(stretch, int(BUDGET_SECONDS / (2 * seconds))))
+
+def starts_processes(tiers: Any) -> str | None:
+    """What the task's episodes start besides env code in this process, if anything."""
+    if any(t.tier != "fast" for t in tiers):
+        return "a harness program"
+    if any(t.tools for t in tiers):
+        return "tool servers"
+    return None
 
 
 def soak_plan(episodes: int) -> tuple[int, int]:
@@ -64,7 +66,8 @@ def soak_plan(episodes: int) -> tuple[int, int]:
     "episode than the threshold",
     fails_when="the first sampled task played `--soak-episodes` times in the check worker once "
     "every other check of the env is done (the first fifth untraced, to warm up; the rest in "
-    "two stretches, as many at once as the episode lab plays), the memory still allocated by "
+    "two stretches, as many at once as the episode lab plays; two episodes a stretch when each "
+    "starts a tool server or a harness program), the memory still allocated by "
     "lines of env code (tracemalloc, two frames deep, after a garbage collection) grew over "
     "each stretch, by more than `--soak-growth` bytes per episode in all; the message names "
     "each line that allocated what was kept (file:line and its code) and the bytes per "
@@ -82,13 +85,13 @@ async def memory(ctx: CheckContext, _: Any) -> Finding:
         return ctx.finding(CHECK, None, "skipped", f"{label}: {reason}")
     lab = await episode_lab(ctx)
     warmup, stretch = soak_plan(ctx.options.soak_episodes)
-    warmed = min(warmup - 1, lab.played)  # by the other checks' episodes, in this process:
-    # one of its own is played all the same, and timed
+    warmed = min(warmup - 1, lab.played)  # by the other checks' episodes, in this process
     started, cpu = time.perf_counter(), time.process_time()
-    played_for = await played_at_once(lab, task, warmup - warmed)
-    if isinstance(played_for, str):
-        return ctx.finding(CHECK, None, "skipped", f"{label}: {played_for}")
-    planned, stretch = stretch, budgeted_stretch(stretch, played_for)
+    if (blocked := await played_at_once(lab, task, warmup - warmed)) is not None:
+        return ctx.finding(CHECK, None, "skipped", f"{label}: {blocked}")
+    planned, starts = stretch, starts_processes(ctx.tiers)
+    if starts is not None:
+        stretch = min(stretch, PROCESS_STRETCH)
     memory = RetainedMemory()
     snapshots: list[Kept] = []
     played: list[int] = []
@@ -97,7 +100,7 @@ async def memory(ctx: CheckContext, _: Any) -> Finding:
         for _ in range(2):
             snapshots.append(memory.kept())
             played.append(lab.played)
-            if isinstance(blocked := await played_at_once(lab, task, stretch), str):
+            if (blocked := await played_at_once(lab, task, stretch)) is not None:
                 return ctx.finding(CHECK, None, "skipped", f"{label}: {blocked}")
         snapshots.append(memory.kept())
         played.append(lab.played)
@@ -114,19 +117,18 @@ async def memory(ctx: CheckContext, _: Any) -> Finding:
                "lines": [{"at": g.site.at, "code": g.site.code, "per_episode": g.per_episode,
                           "kept": g.kept} for g in growth]}
     budgeted = "" if stretch == planned else (
-        f" (its episodes take {played_for:.1f}s each: two stretches of {stretch} instead of "
-        f"{planned}, to stay within {BUDGET_SECONDS:g}s)")
+        f" (each episode starts {starts}: two stretches of {stretch} instead of {planned})")
     return ctx.finding(CHECK, None, "failed" if over else "passed",
                        f"{label} played {warmup - warmed + own} times over{budgeted}: "
                        f"{observed}", **details)
 
 
-async def played_at_once(lab: EpisodeLab, task: Any, count: int) -> str | float:
+async def played_at_once(lab: EpisodeLab, task: Any, count: int) -> str | None:
     """Play `task` `count` times, as many at once as the lab's gate lets through, and let the
-    episodes go (the scripted model forgets them too): the longest episode's seconds, or why
-    its episodes cannot be soaked (a tool server that never serves, the runner's deadline:
-    `episode` reports the cause). A stretch ends when all its episodes have: the snapshot
-    after it sees none in flight."""
+    episodes go (the scripted model forgets them too); why its episodes cannot be soaked, if
+    they cannot (a tool server that never serves, the runner's deadline: `episode` reports
+    the cause). A stretch ends when all its episodes have: the snapshot after it sees none
+    in flight."""
     results = await asyncio.gather(*(lab.play(task) for _ in range(count)))
     model = lab.runner.model
     for result in results:
@@ -138,4 +140,4 @@ async def played_at_once(lab: EpisodeLab, task: Any, count: int) -> str | float:
         if result.unfinished:
             return (f"blocked — an episode did not finish ({result.runner_error}); see "
                     f"episode[{task.data.idx}]")
-    return max((r.duration for r in results), default=0.0)
+    return None
