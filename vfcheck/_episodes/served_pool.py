@@ -28,10 +28,10 @@ import atexit
 import contextlib
 import contextvars
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from vfcheck._episodes.served import ServedEnv
+from vfcheck._episodes.served import START_WAIT, ServedEnv
 
 ADDRESS = "tcp://127.0.0.1:0"
 POOL_WORKERS = 2
@@ -50,6 +50,8 @@ def pool_missing() -> str | None:
     except ImportError as e:
         return f"verifiers.v1.serve.pool ({e})"
     needs = {"serve.pool.EnvServerPool": hasattr(pool, "EnvServerPool"),
+             "EnvServerPool._worker_path": hasattr(getattr(pool, "EnvServerPool", None),
+                                                   "_worker_path"),
              "serve.pool.serve_env": hasattr(pool, "serve_env"),
              "serve.pool.env_config_data": hasattr(pool, "env_config_data"),
              "configs.serve.pool_serve_kwargs": hasattr(serve_config, "pool_serve_kwargs"),
@@ -72,16 +74,20 @@ def worker_setup(model_url: str) -> None:
 
 
 class PooledEnv(ServedEnv):
-    """`ServedEnv`'s plays, through a pool of `workers` env-server processes."""
+    """`ServedEnv`'s plays, through a pool of `workers` env-server processes: verifiers'
+    `EnvServerPool`, built and run on first use."""
 
-    def __init__(self, pool: Any, workers: int) -> None:
+    def __init__(self, make_pool: Callable[[], Any], workers: int) -> None:
         super().__init__(server=None, refusal=None)
-        self.pool = pool
+        self.make_pool = make_pool
+        self.pool: Any | None = None
         self.workers = workers
+        self.start_error: str | None = None
+        """Why the pool did not come up (every later play is told the same)."""
 
     @property
     def address(self) -> str:
-        return str(self.pool.address)
+        return str(self.pool.address) if self.pool is not None else ""
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -94,36 +100,66 @@ class PooledEnv(ServedEnv):
 
         async with model.serve() as url:
             sizing = pool_serve_kwargs(StaticPoolConfig(num_workers=workers))
-            pool = EnvServerPool({"config_data": env_config_data(env.config)},
-                                 address=ADDRESS, log_setup=functools.partial(worker_setup, url),
-                                 **sizing)
-            pooled = cls(pool, workers)
+            pooled = cls(functools.partial(
+                EnvServerPool, {"config_data": env_config_data(env.config)}, address=ADDRESS,
+                log_setup=functools.partial(worker_setup, url), **sizing), workers)
             try:
                 yield pooled
             finally:
                 await pooled.close()
 
     async def start(self) -> None:
-        """Run the broker on this loop (it spawns the workers). A run sent before a worker
-        is up waits in its queue: the first play pays for the workers' start."""
+        """Build the pool and run its broker on this loop (it spawns the workers), then wait
+        until each worker answers `health` on its own address (the broker answers it for
+        them otherwise): the workers' start (an interpreter each, importing verifiers and
+        the env) is not a play's. Raises naming a worker that exited first."""
         async with self._start_lock:
+            if self.start_error is not None:
+                raise RuntimeError(self.start_error)
             if self._serving is not None:
                 if self._serving.done():
                     raise RuntimeError(f"the env-server pool stopped: {self._ended()}")
                 return
+            self.pool = self.make_pool()
             self._serving = contextvars.Context().run(asyncio.ensure_future, self.pool.run())
-            while not self.pool.workers and not self._serving.done():
-                await asyncio.sleep(0.01)
+            try:
+                while len(self.pool.workers) < self.workers and not self._serving.done():
+                    await asyncio.sleep(0.01)
+                await self.workers_up()
+            except Exception as e:
+                self.start_error = " ".join(str(e).split()) or type(e).__name__
+                raise
+
+    async def workers_up(self) -> None:
+        from verifiers.v1.serve import EnvClient
+
+        assert self._serving is not None and self.pool is not None
+        for worker in self.pool.workers:
+            client = EnvClient(f"ipc://{self.pool._worker_path(worker['index'])}")
+            self._clients.append(client)
+            healthy = asyncio.ensure_future(client.wait_for_server_startup(
+                timeout=START_WAIT, interval=0.1))
+            while not healthy.done():
+                process = worker["process"]
+                if process.exitcode is not None or self._serving.done():
+                    healthy.cancel()
+                    with contextlib.suppress(BaseException):
+                        await healthy
+                    raise RuntimeError(
+                        f"env-server pool worker {worker['index']} (pid {process.pid}) exited "
+                        f"with code {process.exitcode} before it served" if process.exitcode
+                        is not None else f"the env-server pool stopped: {self._ended()}")
+                await asyncio.sleep(0.05)
+            healthy.result()
 
     async def close(self) -> None:
         """Stop the workers (SIGTERM, then SIGKILL after `STOP_WAIT`), waiting without
-        blocking the loop, then the broker (its own shutdown then finds them gone)."""
+        blocking the loop, then the broker (its own shutdown then finds them gone and
+        removes its socket folder)."""
         for client in self._clients:
             with contextlib.suppress(Exception):
                 await client.close()
-        if self._serving is None:
-            self.pool.frontend.close()
-            self.pool.ctx.term()
+        if self._serving is None or self.pool is None:
             return
         processes = [w["process"] for w in self.pool.workers]
         for process in processes:

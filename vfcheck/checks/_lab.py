@@ -101,6 +101,17 @@ def non_finite(trace: Any) -> list[str]:
     return bad
 
 
+def starts_processes(tiers: Any) -> str | None:
+    """What each episode of the env starts besides env code in this process (a harness
+    program on the env tier, the tasks' tool servers), if anything: an interpreter each,
+    a second or more."""
+    if any(t.tier != "fast" for t in tiers):
+        return "a harness program"
+    if any(t.tools for t in tiers):
+        return "tool servers"
+    return None
+
+
 def env_code_errors(result: Any) -> list[str]:
     """The errors env code raised in the episode, each with where (`crash_site`)."""
     found = []

@@ -29,7 +29,13 @@ from typing import Any
 from vfcheck._host.retained import Kept, RetainedMemory
 from vfcheck._shared.findings import Finding
 from vfcheck.checks._context import CheckContext
-from vfcheck.checks._lab import EpisodeLab, dead_server_block, episode_lab, episode_skip_reason
+from vfcheck.checks._lab import (
+    EpisodeLab,
+    dead_server_block,
+    episode_lab,
+    episode_skip_reason,
+    starts_processes,
+)
 from vfcheck.checks._memory_growth import growth_observed, steady_growth
 from vfcheck.checks._registry import check, family
 
@@ -41,15 +47,6 @@ family("soak", order=150, summary="one task played many times over keeps no more
 PROCESS_STRETCH = 2
 """A stretch's episodes when each episode starts processes (a tool server, a harness program
 on the env tier: a second or more each, and out of sight): the fewest that show growth."""
-
-
-def starts_processes(tiers: Any) -> str | None:
-    """What the task's episodes start besides env code in this process, if anything."""
-    if any(t.tier != "fast" for t in tiers):
-        return "a harness program"
-    if any(t.tools for t in tiers):
-        return "tool servers"
-    return None
 
 
 def soak_plan(episodes: int) -> tuple[int, int]:
