@@ -412,10 +412,10 @@ async def served_pool(ctx: CheckContext, task: Any) -> Finding:
             passed = observed
     if problems:
         return ctx.finding("served.pool", task, "failed",
-                           f"{where}, {len(problems)} differ from the in-process play: "
-                           f"{'; '.join(problems[:2])}"
-                           + (f" (+{len(problems) - 2} more)" if len(problems) > 2 else ""),
-                           diffs=diffs, address=pooled.address)
+                           f"{where}, {len(problems)} of them differ from the in-process play "
+                           f"(state a worker process lacks?): {problems[0]}"
+                           + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
+                           problems=problems, diffs=diffs, address=pooled.address)
     return ctx.finding("served.pool", task, "passed", f"{where}, each: {passed}",
                        address=pooled.address)
 
