@@ -16,7 +16,7 @@ from vfcheck.checks import BY_ID
 
 from .test_checks import CONFORMANCE, FIXTURES, Unit, units_with
 
-SERVED = "served.data", "served.episode", "served.cancel"
+SERVED = "served.data", "served.episode", "served.cancel", "served.pool"
 BREAKS: dict[str, set[Unit]] = {
     "vfc-broken-served-excluded": {("served.data", i) for i in range(3)},
     "vfc-broken-served-subclass": {("served.data", 1)},
@@ -24,6 +24,7 @@ BREAKS: dict[str, set[Unit]] = {
     "vfc-broken-served-state": {("served.episode", 1)},
     "vfc-broken-served-cancel": {("served.cancel", 1)},
     "vfc-broken-served-json": {("served.episode", 1)},
+    "vfc-broken-served-pool": {("served.pool", 1)},
 }
 """Each served fixture and the findings that must fail on it (with the conformance
 families and `served`): nothing else may."""
@@ -46,6 +47,11 @@ NAMED = {
         "traces[0].rewards.echoed.score: 1.0 -> 0.0", "the served task differs only in values "
         "JSON carries as it must, which the env's code may tell apart: data.entry.metadata.size "
         "(10, 30) (tuple) in-process, [10, 30] (list) served"],
+    ("vfc-broken-served-pool", 1): [
+        "4 rollouts played at once through verifiers' env-server pool (2 worker processes), 4 "
+        "of them differ from the in-process play (state a worker process lacks?): rollout 1: "
+        "the served rollout recorded TaskError: task VfcBrokenServedPoolTask scoring: "
+        "KeyError: 'ping', which the in-process play did not"],
     ("vfc-broken-served-cancel", 1): [
         "the rollout did not end on the cancel: the server went on and answered the run with a "
         "finished episode instead of the cancellation"],
@@ -184,6 +190,56 @@ def test_a_verifiers_without_the_serve_path_skips_the_family_saying_what_it_lack
     said = missing_serve()
     assert said is not None and said.endswith(
         "lacks EnvServer._build_task, which the served checks need")
+
+
+def test_a_verifiers_without_the_pool_skips_served_pool_saying_what_it_lacks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from verifiers.v1.serve import pool
+
+    from vfcheck._episodes.served_pool import pool_missing
+
+    assert pool_missing() is None
+    monkeypatch.delattr(pool, "EnvServerPool")
+    assert pool_missing() == "serve.pool.EnvServerPool, EnvServerPool._worker_path"
+
+
+@pytest.mark.slow
+async def test_the_pool_reaches_the_scripted_model_and_leaves_nothing_behind() -> None:
+    """A group played through verifiers' pool: every rollout answered by the scripted model
+    in this process (the workers are processes of their own), bound to its task; once
+    closed, no worker, no resource tracker and no socket folder of the pool is left."""
+    import os
+
+    from vfcheck._episodes.offline import prepare_process_env
+    from vfcheck._episodes.runner import EnvRunner, load_tasks
+    from vfcheck._episodes.served_pool import PooledEnv
+    from vfcheck._host.leftovers import leftovers
+    from vfcheck._model import ScriptedModel, TaskRef
+
+    prepare_process_env([str(FIXTURES)])
+    model = ScriptedModel()
+
+    def bind(trace_id: str, task: object, policy: object) -> None:
+        model.bind(trace_id, TaskRef(1, "vfc-echo:ping"))
+
+    async with EnvRunner.open("vfc-echo", model=model) as runner:
+        task = load_tasks(runner.env, 2)[1]
+        async with PooledEnv.open_pool(runner.env, model) as pooled:
+            plays = await asyncio.gather(*(pooled.play(runner, bind, task, timeout=120.0)
+                                           for _ in range(4)))
+            workers = [w["process"].pid for w in pooled.pool.workers]
+            folder = Path(pooled.pool._ipc_dir)
+            assert len(workers) == 2 and folder.exists()
+        for play in plays:
+            assert play.error is None and play.episode is not None, play.error
+            assert play.episode.traces[0].reward == 1.0
+        answered = [r for r in model.requests if r.request.session_id in
+                    {t for p in plays for t in p.trace_ids}]
+        assert len(answered) == 4 and all(r.request.task == TaskRef(1, "vfc-echo:ping")
+                                          for r in answered)
+    assert not folder.exists()
+    assert [p.cmdline for p in leftovers(os.getpid()) if p.pid in workers
+            or "multiprocessing" in p.cmdline] == []
 
 
 def test_data_the_server_cannot_stream_back_is_named_by_field() -> None:

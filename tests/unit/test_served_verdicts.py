@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from vfcheck.checks._lab import starts_processes
 from vfcheck.checks._wire_changes import (
     ABSENT,
     JSON_EQUIVALENT,
@@ -18,7 +19,12 @@ from vfcheck.checks._wire_changes import (
     describe,
     same,
 )
-from vfcheck.checks.served import episode_verdict, run_problem, validation_problems
+from vfcheck.checks.served import (
+    episode_verdict,
+    group_size,
+    run_problem,
+    validation_problems,
+)
 
 
 class Data(BaseModel):
@@ -190,3 +196,22 @@ def test_what_moves_between_in_process_plays_is_not_compared() -> None:
     assert outcome == "failed"
     assert observed.startswith("the served rollout recorded EnvError: x, which the in-process "
                                "play did not; the served trace differs")
+
+
+def tier(tier: str, tools: bool = False) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(tier=tier, tools=tools)
+
+
+def test_a_pooled_group_is_two_rollouts_per_worker_unless_each_starts_an_interpreter() -> None:
+    """The pool's workers start tool servers and harness programs cold (an interpreter each,
+    seconds): then one rollout per worker, still one on each."""
+    from types import SimpleNamespace
+
+    chat = SimpleNamespace(tiers=[tier("fast")])
+    tools = SimpleNamespace(tiers=[tier("fast", tools=True)])
+    harness = SimpleNamespace(tiers=[tier("fast"), tier("env")])
+    assert [group_size(ctx, 2) for ctx in (chat, tools, harness)] == [4, 2, 2]  # type: ignore[arg-type]
+    assert [starts_processes(ctx.tiers) for ctx in (chat, tools, harness)] == [
+        None, "tool servers", "a harness program"]
