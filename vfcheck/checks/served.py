@@ -264,12 +264,20 @@ async def served_episode(ctx: CheckContext, task: Any) -> Finding:
     known = {*local.errors(), *again.errors()}
     new_errors = [e for e in served_errors(play.episode) if e not in known]
     outcome, observed, diff = episode_verdict(ours, twice, theirs, new_errors, task.data.idx)
-    equivalent = [c for c in wire_verdict(ctx, task, served).changes if c.equivalent]
-    if outcome == "failed" and equivalent:
-        observed += (f"; the served task differs only in values JSON carries as it must, "
-                     f"which the env's code may tell apart: {describe(equivalent)}")
+    if outcome == "failed":
+        observed += json_note(ctx, task, served)
     return ctx.finding("served.episode", task, outcome, f"{where}, {observed}", diff=diff,
                        served=theirs, in_process=ours, address=served.address)
+
+
+def json_note(ctx: CheckContext, task: Any, served: Any) -> str:
+    """What a failed served play may owe to the wire: values JSON carries as it must
+    (a tuple comes back a list), which the env's code may tell apart."""
+    equivalent = [c for c in wire_verdict(ctx, task, served).changes if c.equivalent]
+    if not equivalent:
+        return ""
+    return ("; the served task differs only in values JSON carries as it must, which the "
+            f"env's code may tell apart: {describe(equivalent)}")
 
 
 def episode_verdict(ours: list[Any], twice: list[Any], theirs: list[Any],
@@ -411,11 +419,15 @@ async def served_pool(ctx: CheckContext, task: Any) -> Finding:
         else:
             passed = observed
     if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         return ctx.finding("served.pool", task, "failed",
-                           f"{where}, {len(problems)} of them differ from the in-process play "
-                           f"(state a worker process lacks?): {problems[0]}"
-                           + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
-                           problems=problems, diffs=diffs, address=pooled.address)
+                           f"{where}, {len(problems)} of them differ from the in-process play: "
+                           f"{problems[0]}{more}{json_note(ctx, task, served)}. A pool worker "
+                           "rebuilds the env from its "
+                           "config and never calls `load()`: compare "
+                           f"served.episode[{task.data.idx}], played by a server in the process "
+                           "that loaded the tasks", problems=problems, diffs=diffs,
+                           address=pooled.address)
     return ctx.finding("served.pool", task, "passed", f"{where}, each: {passed}",
                        address=pooled.address)
 
