@@ -37,6 +37,7 @@ SAMPLES: dict[str, list[str]] = {
     "fuzz_examples": ["5"],
     "soak_episodes": ["8"],
     "soak_growth": ["4096"],
+    "pool_workers": ["3"],
 }
 """A value other than the default for every option a replay line repeats (a flag: none)."""
 

@@ -64,6 +64,7 @@ class CheckOptions:
     fuzz_examples: int = field(default_factory=default_of("fuzz_examples"))
     soak_episodes: int = field(default_factory=default_of("soak_episodes"))
     soak_growth: int = field(default_factory=default_of("soak_growth"))
+    pool_workers: int = field(default_factory=default_of("pool_workers"))
     golden_dir_from: GoldenFrom = "default"
     """Who named the golden dir: the command line (replay lines repeat it), pyproject.toml,
     or nobody (`golden/` of the project)."""

@@ -334,12 +334,13 @@ async def play_served(ctx: CheckContext, lab: Any, served: Any, task: Any) -> An
 
 
 async def pooled_env(ctx: CheckContext, lab: Any) -> Any:
-    """The run's `PooledEnv`: verifiers' env-server pool for the loaded env, its workers
-    reaching the lab's scripted model on loopback."""
+    """The run's `PooledEnv`: verifiers' env-server pool for the loaded env (`--pool-workers`
+    workers), its workers reaching the lab's scripted model on loopback."""
     async def opener(ctx: CheckContext, stack: contextlib.AsyncExitStack) -> Any:
         from vfcheck._episodes.served_pool import PooledEnv
 
-        return await stack.enter_async_context(PooledEnv.open_pool(ctx.env, lab.runner.model))
+        return await stack.enter_async_context(PooledEnv.open_pool(
+            ctx.env, lab.runner.model, workers=ctx.options.pool_workers))
 
     return await ctx.shared("served_pool", opener)
 
@@ -347,8 +348,8 @@ async def pooled_env(ctx: CheckContext, lab: Any) -> Any:
 def group_size(ctx: CheckContext, workers: int) -> int:
     """Rollouts of a task played at once through the pool: two per worker, or one per worker
     when each episode starts an interpreter (a tool server, a harness program) the workers
-    start cold."""
-    return workers if starts_processes(ctx.tiers) else 2 * workers
+    start cold; two at least (a group)."""
+    return max(2, workers if starts_processes(ctx.tiers) else 2 * workers)
 
 
 @check(
@@ -358,13 +359,14 @@ def group_size(ctx: CheckContext, workers: int) -> int:
     "trace (normalised) and record no error the in-process play did not",
     fails_when="a group of the task's rollouts (two per worker; one per worker when each "
     "episode starts a tool server or a harness program) sent at once through verifiers' "
-    "`EnvServerPool` broker to 2 env-server worker processes (`serve_env`, spawned as trainers "
-    "spawn them: they rebuild the env from its config and never call `load()`) comes back "
+    "`EnvServerPool` broker to `--pool-workers` (2) env-server worker processes (`serve_env`, "
+    "spawned as trainers spawn them: they rebuild the env from its config and never call "
+    "`load()`) comes back "
     "different from the in-process play after normalisation, records an error the in-process "
     "play did not (state that `load()` or a module left in the check worker's process, which "
     "the workers lack), is answered with an error, or gets no answer within the timeout; a "
     "worker that exits before it serves fails every task. Skipped as blocked when `served.data` "
-    "fails on the task, and on a verifiers without the pool",
+    "fails on the task, on a verifiers without the pool, and with `--pool-workers 0`",
     why="trainers scale an env through a pool of env-server processes; what only works in the "
     "process that loaded the tasks trains on errors there",
 )
@@ -378,23 +380,27 @@ async def served_pool(ctx: CheckContext, task: Any) -> Finding:
 
         return ctx.finding("served.pool", task, "skipped",
                            f"{lacks_message([missing])}, which served.pool needs")
+    if ctx.options.pool_workers < 1:
+        return ctx.finding("served.pool", task, "skipped",
+                           "off (--pool-workers 0): no env-server pool was started")
     served = await served_env(ctx)
     if (blocked := blocked_by_wire(ctx, task, served)) is not None:
         return ctx.finding("served.pool", task, "skipped", blocked)
     lab = await episode_lab(ctx)
+    pooled = await pooled_env(ctx, lab)
+    starting = asyncio.ensure_future(pooled.start())  # the workers import while we play
     local, again = await lab.both_plays(task)  # shared with served.episode and golden
+    size = group_size(ctx, pooled.workers)
+    where = (f"{size} rollouts played at once through verifiers' env-server pool "
+             f"({pooled.workers} worker process{'es' if pooled.workers > 1 else ''})")
+    try:
+        await starting
+    except Exception as e:  # noqa: BLE001 - a pool that does not come up is the finding
+        return ctx.finding("served.pool", task, "failed", f"{where}: {e}")
     if (dead := dead_server_block([local, again], task.data.idx)) is not None:
         return ctx.finding("served.pool", task, "skipped", dead)
     if (stopped := unfinished_plays([local, again], task.data.idx)) is not None:
         return ctx.finding("served.pool", task, "failed", stopped)
-    pooled = await pooled_env(ctx, lab)
-    size = group_size(ctx, pooled.workers)
-    where = (f"{size} rollouts played at once through verifiers' env-server pool "
-             f"({pooled.workers} worker processes)")
-    try:
-        await pooled.start()
-    except Exception as e:  # noqa: BLE001 - a pool that does not come up is the finding
-        return ctx.finding("served.pool", task, "failed", f"{where}: {e}")
     plays = await asyncio.gather(*(play_served(ctx, lab, pooled, task) for _ in range(size)))
     if any(play.unbound for play in plays):
         return ctx.finding("served.pool", task, "error",
