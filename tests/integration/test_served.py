@@ -57,6 +57,8 @@ NAMED = {
         "finished episode instead of the cancellation"],
 }
 """What the message of each broken unit must say (the field, the prompt, the error)."""
+POOL = "--vf-pool-workers=2"
+"""`served.pool` is off by default (each worker is an interpreter of its own)."""
 CLEAN = ["vfc-echo", "vfc-served-wire", "vfc-served-json", "vfc-multiturn", "vfc-duet",
          "vfc-judge", "vfc-tool"]
 """Well-behaved fixtures: every served finding passes (`vfc-tool` plays its tool servers)."""
@@ -64,12 +66,12 @@ CLEAN = ["vfc-echo", "vfc-served-wire", "vfc-served-json", "vfc-multiturn", "vfc
 
 @pytest.fixture(scope="module")
 def served_run(checked: CheckCache) -> PluginRun:
-    return checked.plugin(sorted(BREAKS), f"{CONFORMANCE},served")
+    return checked.plugin(sorted(BREAKS), f"{CONFORMANCE},served", POOL)
 
 
 @pytest.fixture(scope="module")
 def clean_run(checked: CheckCache) -> PluginRun:
-    return checked.plugin(CLEAN, "--vf-checks=served,hygiene")
+    return checked.plugin(CLEAN, "--vf-checks=served,hygiene", POOL)
 
 
 @pytest.mark.slow
@@ -140,7 +142,7 @@ def test_a_tuple_that_comes_back_a_list_is_named_by_its_path_and_types_and_no_fa
 def test_verifiers_own_envs_stay_clean_when_served(verifiers_fixtures: Path,
                                                    tmp_path: Path) -> None:
     run = run_plugin(tmp_path, verifiers_fixtures, ["echo-v1", "duet-v1"],
-                     "--vf-checks=served")
+                     "--vf-checks=served", POOL)
     for env in run.envs.values():
         assert [(f["check"], f["message"]) for f in env["findings"]
                 if f["outcome"] != "passed"] == [], env["id"]
@@ -190,6 +192,14 @@ def test_a_verifiers_without_the_serve_path_skips_the_family_saying_what_it_lack
     said = missing_serve()
     assert said is not None and said.endswith(
         "lacks EnvServer._build_task, which the served checks need")
+
+
+@pytest.mark.slow
+def test_served_pool_is_off_by_default_saying_how_to_turn_it_on(checked: CheckCache) -> None:
+    done = checked.check("vfc-echo", "--path", str(FIXTURES), "--checks", "served")
+    pool = [f for f in done.envs["vfc-echo"]["findings"] if f["check"] == "served.pool"]
+    assert len(pool) == 3 and {f["outcome"] for f in pool} == {"skipped"}
+    assert "off: `--pool-workers 2` (pytest `--vf-pool-workers 2`" in pool[0]["message"]
 
 
 def test_a_verifiers_without_the_pool_skips_served_pool_saying_what_it_lacks(

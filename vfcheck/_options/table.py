@@ -108,8 +108,9 @@ OPTIONS: tuple[Option, ...] = (
            "before `soak.memory` fails", default=1024, key="soak_growth",
            cli=("--soak-growth",), pytest="--vf-soak-growth", metavar="BYTES", minimum=0),
     Option("pool_workers", "int", "env-server worker processes `served.pool` plays each sampled "
-           "task through, as a trainer's pool (0: skip it; each worker is an interpreter "
-           "that imports verifiers and the env, ~5 s of CPU)", default=2, key="pool_workers",
+           "task through, as a trainer's pool (2 or more for a pool as trainers run it; each "
+           "worker is an interpreter that imports verifiers and the env, ~5 s of CPU)",
+           default=0, shown_default="0: `served.pool` is skipped", key="pool_workers",
            cli=("--pool-workers",), pytest="--vf-pool-workers", metavar="N", minimum=0),
     Option("wheels", "path", "folder of wheels the harness programs resolve their "
            "dependencies from, with no package index (fill it with: vfcheck wheels DIR ENV)",

@@ -345,6 +345,12 @@ async def pooled_env(ctx: CheckContext, lab: Any) -> Any:
     return await ctx.shared("served_pool", opener)
 
 
+POOL_OFF = ("off: `--pool-workers 2` (pytest `--vf-pool-workers 2`, `[tool.vfcheck] pool_workers "
+            "= 2`) plays it through verifiers' env-server pool as trainers do; each worker is "
+            "an interpreter of its own, ~5 s of CPU")
+"""Why `served.pool` is skipped by default."""
+
+
 def group_size(ctx: CheckContext, workers: int) -> int:
     """Rollouts of a task played at once through the pool: two per worker, or one per worker
     when each episode starts an interpreter (a tool server, a harness program) the workers
@@ -366,7 +372,8 @@ def group_size(ctx: CheckContext, workers: int) -> int:
     "play did not (state that `load()` or a module left in the check worker's process, which "
     "the workers lack), is answered with an error, or gets no answer within the timeout; a "
     "worker that exits before it serves fails every task. Skipped as blocked when `served.data` "
-    "fails on the task, on a verifiers without the pool, and with `--pool-workers 0`",
+    "fails on the task, on a verifiers without the pool, and unless `--pool-workers N` is "
+    "given (off by default: each worker is an interpreter of its own)",
     why="trainers scale an env through a pool of env-server processes; what only works in the "
     "process that loaded the tasks trains on errors there",
 )
@@ -381,8 +388,7 @@ async def served_pool(ctx: CheckContext, task: Any) -> Finding:
         return ctx.finding("served.pool", task, "skipped",
                            f"{lacks_message([missing])}, which served.pool needs")
     if ctx.options.pool_workers < 1:
-        return ctx.finding("served.pool", task, "skipped",
-                           "off (--pool-workers 0): no env-server pool was started")
+        return ctx.finding("served.pool", task, "skipped", POOL_OFF)
     served = await served_env(ctx)
     if (blocked := blocked_by_wire(ctx, task, served)) is not None:
         return ctx.finding("served.pool", task, "skipped", blocked)
