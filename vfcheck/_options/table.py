@@ -101,7 +101,7 @@ OPTIONS: tuple[Option, ...] = (
            metavar="N", minimum=1),
     Option("soak_episodes", "int", "episodes of one sampled task `soak.memory` plays (the "
            "first fifth warm up, untraced; the rest in two stretches, of two episodes each when "
-           "each episode starts a tool server or a harness program)", default=16,
+           "each episode starts a tool server or a harness program)", default=12,
            key="soak_episodes",
            cli=("--soak-episodes",), pytest="--vf-soak-episodes", metavar="N", minimum=5),
     Option("soak_growth", "int", "bytes per episode env code may keep from episode to episode "
