@@ -47,7 +47,7 @@ def test_memory_kept_per_episode_fails_soak_only_naming_the_line_and_the_bytes(
     finding = soak_finding(env)
     message = finding["message"]
     assert message.startswith(f"env {BROKEN!r}: soak.memory failed — task 0 (vfc-echo:hello "
-                              "world) played 11 times over: env code kept "), message
+                              "world) played 10 times over: env code kept "), message
     assert ("vfc_broken_memory_growth.py:30 `VfcBrokenMemoryGrowthTask.audit.append("
             "trace.model_dump(mode=\"json\"))` ") in message, message
     assert "above the threshold of 1.0 KiB per episode" in message

@@ -79,6 +79,14 @@ def test_growth_within_the_threshold_or_none_passes_saying_so() -> None:
                     "episode, over 1 episode of this task)")
 
 
+def test_the_warm_up_says_whose_episodes_it_was() -> None:
+    from vfcheck.checks._memory_growth import warmup_text
+
+    assert [warmup_text(2, w) for w in (0, 1, 2)] == [
+        "2 warm-up episodes", "2 warm-up episodes (1 of them other checks')",
+        "2 warm-up episodes (all of them other checks')"]
+
+
 def test_bytes_are_shown_in_the_unit_that_reads() -> None:
     assert [shown_bytes(n) for n in (0, 512, 1024, 4300, 3 << 20)] == [
         "0 B", "512 B", "1.0 KiB", "4.2 KiB", "3.0 MiB"]

@@ -72,7 +72,9 @@ def played_text(own: int, others: int) -> str:
 def warmup_text(warmup: int, warmed: int) -> str:
     """`4 warm-up episodes (3 of them other checks')`."""
     text = f"{warmup} warm-up episode{'s' if warmup != 1 else ''}"
-    return text + (f" ({warmed} of them other checks')" if warmed else "")
+    if not warmed:
+        return text
+    return text + f" ({'all' if warmed == warmup else warmed} of them other checks')"
 
 
 def growth_observed(growth: Sequence[Growth], threshold: float, *, warmup: int, warmed: int,

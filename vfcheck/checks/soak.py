@@ -7,7 +7,7 @@ never evicted) passes a check of three episodes and runs out of memory after tho
 The check plays the first sampled task `--soak-episodes` times through the episode lab,
 once every other check of the worker is done (phase `last`: their episodes would blur what
 it measures, and its tracing would slow them). The first fifth warm up untraced (imports,
-caches; the episodes the other checks played count, all but one); the rest are played in
+caches; the episodes the other checks played count); the rest are played in
 two stretches, each as many at once as the lab plays (as a trainer plays a group; two
 episodes a stretch when each starts a tool server or a harness program), and
 tracemalloc (`vfcheck._host.retained`) snapshots what env code's lines hold before, between
@@ -52,7 +52,7 @@ on the env tier: a second or more each, and out of sight): the fewest that show 
 def soak_plan(episodes: int) -> tuple[int, int]:
     """`(warm-up, stretch)`: untraced warm-up episodes, then two traced stretches of
     `stretch` episodes each (an odd one out goes to the warm-up). The episodes other checks
-    played before warm the process up too: all but one of the warm-up may be theirs."""
+    played before (the first sampled task's among them) warm the process up too: they count."""
     warmup = max(1, episodes // 5)
     return episodes - 2 * ((episodes - warmup) // 2), (episodes - warmup) // 2
 
@@ -82,7 +82,7 @@ async def memory(ctx: CheckContext, _: Any) -> Finding:
         return ctx.finding(CHECK, None, "skipped", f"{label}: {reason}")
     lab = await episode_lab(ctx)
     warmup, stretch = soak_plan(ctx.options.soak_episodes)
-    warmed = min(warmup - 1, lab.played)  # by the other checks' episodes, in this process
+    warmed = min(warmup, lab.played)  # by the other checks' episodes, in this process
     started, cpu = time.perf_counter(), time.process_time()
     if (blocked := await played_at_once(lab, task, warmup - warmed)) is not None:
         return ctx.finding(CHECK, None, "skipped", f"{label}: {blocked}")
