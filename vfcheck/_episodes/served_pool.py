@@ -84,6 +84,7 @@ class PooledEnv(ServedEnv):
         self.workers = workers
         self.start_error: str | None = None
         """Why the pool did not come up (every later play is told the same)."""
+        self.users = 0
 
     @property
     def address(self) -> str:
@@ -152,16 +153,32 @@ class PooledEnv(ServedEnv):
                 await asyncio.sleep(0.05)
             healthy.result()
 
+    @contextlib.asynccontextmanager
+    async def used(self) -> AsyncIterator[None]:
+        """One check's use of the pool: the last use to end stops it (a later one starts it
+        again), so that the workers are gone before that check's finding is out (pytest's
+        front end may stop the worker once every finding is in)."""
+        self.users += 1
+        try:
+            yield
+        finally:
+            self.users -= 1
+            if self.users == 0:
+                await self.close()
+
     async def close(self) -> None:
         """Stop the workers (SIGTERM, then SIGKILL after `STOP_WAIT`), waiting without
         blocking the loop, then the broker (its own shutdown then finds them gone and
-        removes its socket folder)."""
+        removes its socket folder); the next `start` builds a new pool."""
         for client in self._clients:
             with contextlib.suppress(Exception):
                 await client.close()
-        if self._serving is None or self.pool is None:
+        self._clients, self._shared_client = [], None
+        serving, pool = self._serving, self.pool
+        self._serving, self.pool, self.start_error = None, None, None
+        if serving is None or pool is None:
             return
-        processes = [w["process"] for w in self.pool.workers]
+        processes = [w["process"] for w in pool.workers]
         for process in processes:
             with contextlib.suppress(Exception):
                 process.terminate()
@@ -173,9 +190,9 @@ class PooledEnv(ServedEnv):
             if process.is_alive():
                 with contextlib.suppress(Exception):
                     process.kill()
-        self._serving.cancel()
+        serving.cancel()
         with contextlib.suppress(BaseException):
-            await self._serving
+            await serving
         stop_resource_tracker()
 
 

@@ -378,9 +378,7 @@ def group_size(ctx: CheckContext, workers: int) -> int:
     "process that loaded the tasks trains on errors there",
 )
 async def served_pool(ctx: CheckContext, task: Any) -> Finding:
-    from vfcheck._episodes.served import as_streamed
     from vfcheck._episodes.served_pool import pool_missing
-    from vfcheck._traces.normalize import normalize_trace
 
     if (missing := missing_serve() or pool_missing()) is not None:
         from vfcheck._shared.compat import lacks_message
@@ -394,6 +392,17 @@ async def served_pool(ctx: CheckContext, task: Any) -> Finding:
         return ctx.finding("served.pool", task, "skipped", blocked)
     lab = await episode_lab(ctx)
     pooled = await pooled_env(ctx, lab)
+    async with pooled.used():  # the last check to use it stops the workers
+        return await pooled_verdict(ctx, task, lab, served, pooled)
+
+
+async def pooled_verdict(ctx: CheckContext, task: Any, lab: Any, served: Any,
+                         pooled: Any) -> Finding:
+    """`served.pool`'s verdict on `task`: its group played through `pooled` (a
+    `PooledEnv`), each rollout compared with the task's two in-process plays."""
+    from vfcheck._episodes.served import as_streamed
+    from vfcheck._traces.normalize import normalize_trace
+
     starting = asyncio.ensure_future(pooled.start())  # the workers import while we play
     local, again = await lab.both_plays(task)  # shared with served.episode and golden
     size = group_size(ctx, pooled.workers)
@@ -435,11 +444,10 @@ async def served_pool(ctx: CheckContext, task: Any) -> Finding:
         return ctx.finding("served.pool", task, "failed",
                            f"{where}, {len(problems)} of them differ from the in-process play: "
                            f"{problems[0]}{more}{json_note(ctx, task, served)}. A pool worker "
-                           "rebuilds the env from its "
-                           "config and never calls `load()`: compare "
-                           f"served.episode[{task.data.idx}], played by a server in the process "
-                           "that loaded the tasks", problems=problems, diffs=diffs,
-                           address=pooled.address)
+                           "rebuilds the env from its config and never calls `load()`: "
+                           f"compare served.episode[{task.data.idx}], played by a server in "
+                           "the process that loaded the tasks", problems=problems,
+                           diffs=diffs, address=pooled.address)
     return ctx.finding("served.pool", task, "passed", f"{where}, each: {passed}",
                        address=pooled.address)
 
