@@ -146,6 +146,10 @@ def test_verifiers_own_envs_stay_clean_when_served(verifiers_fixtures: Path,
     for env in run.envs.values():
         assert [(f["check"], f["message"]) for f in env["findings"]
                 if f["outcome"] != "passed"] == [], env["id"]
+        # pytest stops a worker once every finding is in: the pool was stopped before
+        folders = {f["details"]["pool_dir"] for f in env["findings"]
+                   if f["check"] == "served.pool"}
+        assert folders and not [d for d in folders if Path(d).exists()], folders
 
 
 @pytest.mark.slow

@@ -90,6 +90,11 @@ class PooledEnv(ServedEnv):
     def address(self) -> str:
         return str(self.pool.address) if self.pool is not None else ""
 
+    def where(self) -> dict[str, Any]:
+        """The pool's address and socket folder, for a finding's details."""
+        return {"address": self.address,
+                "pool_dir": getattr(self.pool, "_ipc_dir", None) if self.pool else None}
+
     @classmethod
     @contextlib.asynccontextmanager
     async def open_pool(cls, env: Any, model: Any, workers: int = POOL_WORKERS

@@ -447,9 +447,9 @@ async def pooled_verdict(ctx: CheckContext, task: Any, lab: Any, served: Any,
                            "rebuilds the env from its config and never calls `load()`: "
                            f"compare served.episode[{task.data.idx}], played by a server in "
                            "the process that loaded the tasks", problems=problems,
-                           diffs=diffs, address=pooled.address)
+                           diffs=diffs, **pooled.where())
     return ctx.finding("served.pool", task, "passed", f"{where}, each: {passed}",
-                       address=pooled.address)
+                       **pooled.where())
 
 
 @check(
