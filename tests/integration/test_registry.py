@@ -37,6 +37,7 @@ def test_every_check_has_a_fixture_that_makes_it_fail() -> None:
     from .test_network import BREAKS as NETWORK_BREAKS
     from .test_reward_probes import BREAKS, PROGRAM_BREAKS
     from .test_served import BREAKS as SERVED_BREAKS
+    from .test_soak_memory import BREAKS as SOAK_BREAKS
 
     failing |= {"fuzz"} if FUZZ_BROKEN else set()  # every sampled task of each
     failing |= {check for units in (*BREAKS.values(), *PROGRAM_BREAKS.values())
@@ -44,6 +45,7 @@ def test_every_check_has_a_fixture_that_makes_it_fail() -> None:
     failing |= {check for units in SERVED_BREAKS.values() for check, _ in units}
     failing |= {check for units in NETWORK_BREAKS.values() for check, _ in units}
     failing |= {check for units in CONCURRENCY_BREAKS.values() for check, _ in units}
+    failing |= {check for units in SOAK_BREAKS.values() for check, _ in units}
     missing = [spec.id for spec in CATALOGUE if spec.id not in failing]
     assert missing == [], f"no fixture breaks {missing}"
 

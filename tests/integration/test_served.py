@@ -16,14 +16,15 @@ from vfcheck.checks import BY_ID
 
 from .test_checks import CONFORMANCE, FIXTURES, Unit, units_with
 
-SERVED = "served.data", "served.episode", "served.cancel"
+SERVED = "served.data", "served.episode", "served.cancel", "served.pool"
 BREAKS: dict[str, set[Unit]] = {
     "vfc-broken-served-excluded": {("served.data", i) for i in range(3)},
     "vfc-broken-served-subclass": {("served.data", 1)},
     "vfc-broken-served-validator": {("served.data", 1)},
-    "vfc-broken-served-state": {("served.episode", 1)},
+    "vfc-broken-served-state": {("served.episode", 1), ("served.pool", 1)},
     "vfc-broken-served-cancel": {("served.cancel", 1)},
-    "vfc-broken-served-json": {("served.episode", 1)},
+    "vfc-broken-served-json": {("served.episode", 1), ("served.pool", 1)},
+    "vfc-broken-served-pool": {("served.pool", 1)},
 }
 """Each served fixture and the findings that must fail on it (with the conformance
 families and `served`): nothing else may."""
@@ -46,11 +47,18 @@ NAMED = {
         "traces[0].rewards.echoed.score: 1.0 -> 0.0", "the served task differs only in values "
         "JSON carries as it must, which the env's code may tell apart: data.entry.metadata.size "
         "(10, 30) (tuple) in-process, [10, 30] (list) served"],
+    ("vfc-broken-served-pool", 1): [
+        "4 rollouts played at once through verifiers' env-server pool (2 worker processes), 4 "
+        "of them differ from the in-process play: rollout 1: the served rollout recorded "
+        "TaskError: task VfcBrokenServedPoolTask scoring: KeyError: 'ping', which the "
+        "in-process play did not", "never calls `load()`: compare served.episode[1]"],
     ("vfc-broken-served-cancel", 1): [
         "the rollout did not end on the cancel: the server went on and answered the run with a "
         "finished episode instead of the cancellation"],
 }
 """What the message of each broken unit must say (the field, the prompt, the error)."""
+POOL = "--vf-pool-workers=2"
+"""`served.pool` is off by default (each worker is an interpreter of its own)."""
 CLEAN = ["vfc-echo", "vfc-served-wire", "vfc-served-json", "vfc-multiturn", "vfc-duet",
          "vfc-judge", "vfc-tool"]
 """Well-behaved fixtures: every served finding passes (`vfc-tool` plays its tool servers)."""
@@ -58,12 +66,12 @@ CLEAN = ["vfc-echo", "vfc-served-wire", "vfc-served-json", "vfc-multiturn", "vfc
 
 @pytest.fixture(scope="module")
 def served_run(checked: CheckCache) -> PluginRun:
-    return checked.plugin(sorted(BREAKS), f"{CONFORMANCE},served")
+    return checked.plugin(sorted(BREAKS), f"{CONFORMANCE},served", POOL)
 
 
 @pytest.fixture(scope="module")
 def clean_run(checked: CheckCache) -> PluginRun:
-    return checked.plugin(CLEAN, "--vf-checks=served,hygiene")
+    return checked.plugin(CLEAN, "--vf-checks=served,hygiene", POOL)
 
 
 @pytest.mark.slow
@@ -134,10 +142,14 @@ def test_a_tuple_that_comes_back_a_list_is_named_by_its_path_and_types_and_no_fa
 def test_verifiers_own_envs_stay_clean_when_served(verifiers_fixtures: Path,
                                                    tmp_path: Path) -> None:
     run = run_plugin(tmp_path, verifiers_fixtures, ["echo-v1", "duet-v1"],
-                     "--vf-checks=served")
+                     "--vf-checks=served", POOL)
     for env in run.envs.values():
         assert [(f["check"], f["message"]) for f in env["findings"]
                 if f["outcome"] != "passed"] == [], env["id"]
+        # pytest stops a worker once every finding is in: the pool was stopped before
+        folders = {f["details"]["pool_dir"] for f in env["findings"]
+                   if f["check"] == "served.pool"}
+        assert folders and not [d for d in folders if Path(d).exists()], folders
 
 
 @pytest.mark.slow
@@ -184,6 +196,64 @@ def test_a_verifiers_without_the_serve_path_skips_the_family_saying_what_it_lack
     said = missing_serve()
     assert said is not None and said.endswith(
         "lacks EnvServer._build_task, which the served checks need")
+
+
+@pytest.mark.slow
+def test_served_pool_is_off_by_default_saying_how_to_turn_it_on(checked: CheckCache) -> None:
+    done = checked.check("vfc-echo", "--path", str(FIXTURES), "--checks", "served")
+    pool = [f for f in done.envs["vfc-echo"]["findings"] if f["check"] == "served.pool"]
+    assert len(pool) == 3 and {f["outcome"] for f in pool} == {"skipped"}
+    assert "off: `--pool-workers 2` (pytest `--vf-pool-workers 2`" in pool[0]["message"]
+
+
+def test_a_verifiers_without_the_pool_skips_served_pool_saying_what_it_lacks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from verifiers.v1.serve import pool
+
+    from vfcheck._episodes.served_pool import pool_missing
+
+    assert pool_missing() is None
+    monkeypatch.delattr(pool, "EnvServerPool")
+    assert pool_missing() == "serve.pool.EnvServerPool, EnvServerPool._worker_path"
+
+
+@pytest.mark.slow
+async def test_the_pool_reaches_the_scripted_model_and_leaves_nothing_behind() -> None:
+    """A group played through verifiers' pool: every rollout answered by the scripted model
+    in this process (the workers are processes of their own), bound to its task; once
+    closed, no worker, no resource tracker and no socket folder of the pool is left."""
+    import os
+
+    from vfcheck._episodes.offline import prepare_process_env
+    from vfcheck._episodes.runner import EnvRunner, load_tasks
+    from vfcheck._episodes.served_pool import PooledEnv
+    from vfcheck._host.leftovers import leftovers
+    from vfcheck._model import ScriptedModel, TaskRef
+
+    prepare_process_env([str(FIXTURES)])
+    model = ScriptedModel()
+
+    def bind(trace_id: str, task: object, policy: object) -> None:
+        model.bind(trace_id, TaskRef(1, "vfc-echo:ping"))
+
+    async with EnvRunner.open("vfc-echo", model=model) as runner:
+        task = load_tasks(runner.env, 2)[1]
+        async with PooledEnv.open_pool(runner.env, model) as pooled:
+            plays = await asyncio.gather(*(pooled.play(runner, bind, task, timeout=120.0)
+                                           for _ in range(4)))
+            workers = [w["process"].pid for w in pooled.pool.workers]
+            folder = Path(pooled.pool._ipc_dir)
+            assert len(workers) == 2 and folder.exists()
+        for play in plays:
+            assert play.error is None and play.episode is not None, play.error
+            assert play.episode.traces[0].reward == 1.0
+        answered = [r for r in model.requests if r.request.session_id in
+                    {t for p in plays for t in p.trace_ids}]
+        assert len(answered) == 4 and all(r.request.task == TaskRef(1, "vfc-echo:ping")
+                                          for r in answered)
+    assert not folder.exists()
+    assert [p.cmdline for p in leftovers(os.getpid()) if p.pid in workers
+            or "multiprocessing" in p.cmdline] == []
 
 
 def test_data_the_server_cannot_stream_back_is_named_by_field() -> None:

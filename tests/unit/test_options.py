@@ -36,6 +36,9 @@ SAMPLES: dict[str, list[str]] = {
     "reward_max": ["2"],
     "fuzz_examples": ["5"],
     "group_size": ["3"],
+    "soak_episodes": ["8"],
+    "soak_growth": ["4096"],
+    "pool_workers": ["3"],
 }
 """A value other than the default for every option a replay line repeats (a flag: none)."""
 

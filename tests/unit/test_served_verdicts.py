@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from vfcheck.checks._lab import starts_processes
 from vfcheck.checks._wire_changes import (
     ABSENT,
     JSON_EQUIVALENT,
@@ -18,7 +19,12 @@ from vfcheck.checks._wire_changes import (
     describe,
     same,
 )
-from vfcheck.checks.served import episode_verdict, run_problem, validation_problems
+from vfcheck.checks.served import (
+    episode_verdict,
+    group_size,
+    run_problem,
+    validation_problems,
+)
 
 
 class Data(BaseModel):
@@ -211,3 +217,22 @@ def test_a_served_error_is_written_as_the_in_process_play_writes_it() -> None:
     assert served_errors(episode) == [in_process] == [
         "HarnessError: harness 'vfcheck-chat' exited 1: ... httpx2.ConnectError: [Errno 111] "
         "vfcheck runs offline"]
+
+
+def tier(tier: str, tools: bool = False) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(tier=tier, tools=tools)
+
+
+def test_a_pooled_group_is_two_rollouts_per_worker_unless_each_starts_an_interpreter() -> None:
+    """The pool's workers start tool servers and harness programs cold (an interpreter each,
+    seconds): then one rollout per worker, still one on each."""
+    from types import SimpleNamespace
+
+    chat = SimpleNamespace(tiers=[tier("fast")])
+    tools = SimpleNamespace(tiers=[tier("fast", tools=True)])
+    harness = SimpleNamespace(tiers=[tier("fast"), tier("env")])
+    assert [group_size(ctx, 2) for ctx in (chat, tools, harness)] == [4, 2, 2]  # type: ignore[arg-type]
+    assert [starts_processes(ctx.tiers) for ctx in (chat, tools, harness)] == [
+        None, "tool servers", "a harness program"]

@@ -77,8 +77,9 @@ the episode lab's gate instead (most of their time is waiting: timeouts, settles
 
 
 class Worker:
-    """Runs the registered checks of one env: the `gate` phase, then the `run` phase with the
-    runners open, then the `after` phase once they are closed. It names no family."""
+    """Runs the registered checks of one env: the `gate` phase, then the `run` and `last`
+    phases with the runners open, then the `after` phase once they are closed. It names no
+    family."""
 
     def __init__(self, spec: dict[str, Any]) -> None:
         self.spec = spec
@@ -171,6 +172,7 @@ class Worker:
                     with contextlib.suppress(Exception):
                         await episode_lab(ctx)
                     await self.run_units(self.units("run"))
+                    await self.run_units(self.units("last"))
             finally:
                 queueing.cancel()
         FILE_WRITES.stop()

@@ -77,6 +77,25 @@ def _episode_assembly() -> str | None:
     return None
 
 
+def _pool() -> str | None:
+    """The pool as `served.pool` builds it: `pool_serve_kwargs(StaticPoolConfig(num_workers=2))`
+    gives `EnvServerPool` keywords it takes, each worker is `serve_env` with the env's config
+    as data and a `log_setup` run first, and a worker's own address is `_worker_path(i)`."""
+    sizing = _attr("verifiers.v1.configs.serve:pool_serve_kwargs")(  # type: ignore[operator]
+        _attr("verifiers.v1.configs.serve:StaticPoolConfig")(num_workers=2))  # type: ignore[operator]
+    if not isinstance(sizing, dict) or sizing.get("max_workers") != 2:
+        return f"pool_serve_kwargs(StaticPoolConfig(num_workers=2)) gave {sizing!r}"
+    serve_env = inspect.signature(_attr(f"{SERVE}.pool:serve_env")).parameters  # type: ignore[arg-type]
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in serve_env.values()):
+        return "serve_env takes no **server_kwargs (the config_data a worker gets)"
+    return (_params(f"{SERVE}.pool:EnvServerPool", "server_kwargs", "address", "log_setup",
+                    *sizing)
+            or _params(f"{SERVE}.pool:serve_env", "max_workers", "address", "death_pipe",
+                       "log_setup")
+            or _params(f"{SERVE}.pool:EnvServerPool._worker_path", "i")
+            or _params(f"{SERVE}.pool:env_config_data", "env"))
+
+
 def _no_serve_block() -> str | None:
     config = _attr("verifiers.v1.configs.cli.eval:EvalConfig")
     fields = getattr(config, "model_fields", {})
@@ -155,6 +174,10 @@ HOOKS: tuple[Hook, ...] = (
          lambda: _params(f"{SERVE}.server:EnvServer", "config", "address")
          or _params(f"{SERVE}.server:EnvServer._build_task", "task_data"),
          "the served checks build verifiers' own server and rebuild tasks as it does"),
+    Hook("api.serve.pool",
+         "EnvServerPool(server_kwargs, address, log_setup, **pool_serve_kwargs(StaticPoolConfig"
+         "(num_workers))) over serve_env workers, its _worker_path(i), env_config_data(env)",
+         _pool, "served.pool plays groups of rollouts through verifiers' pool as trainers do"),
     Hook("api.serve.EnvClient.run",
          "EnvClient.run(client, model, sampling, task_data, on_delta)",
          lambda: _coroutine(f"{SERVE}.client:EnvClient.run", "client", "model", "sampling",

@@ -15,7 +15,7 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import NoReturn
 
 from vfcheck._model.judge_parse import scored_trace_id
@@ -121,6 +121,21 @@ class ScriptedModelCore:
         if bound is not None or self.task_of is None:
             return bound
         return self.task_of(session_id)
+
+    def forget(self, session_ids: Iterable[str]) -> None:
+        """Drop all the model keeps of these sessions (their bindings, plays, turn counts and
+        requests): for a caller that plays episodes only to let them go (`soak.memory`), so
+        that the model holds none of their objects alive."""
+        ids = set(session_ids)
+        with self._lock:
+            for session_id in ids:
+                self._bound.pop(session_id, None)
+                self._turns.pop(session_id, None)
+                episode = self._episodes.pop(session_id, None)
+                if episode is not None:
+                    self._turns.pop(episode, None)
+            self._records = [r for r in self._records if r.request.session_id not in ids and not (
+                r.request.episode is not None and ids & set(r.request.episode.trace_ids))]
 
     def reset(self) -> None:
         """Forget the request log and the per-session turn counts (bindings stay)."""

@@ -132,6 +132,42 @@ class ScriptedModel(ScriptedModelCore):
         return response
 
 
+_FORWARDING: list[respx.MockRouter] = []
+"""The router `forward_model` started in this process (it lives as long as the process)."""
+DROPPED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+
+
+def forward_model(url: str) -> None:
+    """In a process of its own below the check worker (an env-server pool worker: verifiers'
+    `serve_env` calls this first, as its `log_setup`), send the model traffic the respx mock
+    answers in the worker (POST .../chat/completions and GET .../models on any host not on
+    this machine: the agent's upstream, a judge's unresolvable endpoint) to the scripted
+    model's loopback server `url`, for the life of the process. Anything else goes on as it
+    would (the socket guard refuses other hosts there: `vfcheck._host.child_sockets`)."""
+    if _FORWARDING:
+        return
+    target = httpx.URL(url)
+
+    async def forward(request: httpx.Request) -> httpx.Response:
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in DROPPED_HEADERS}
+        sent = httpx.Request(request.method, request.url.copy_with(
+            scheme=target.scheme, host=target.host, port=target.port),
+            headers=headers, content=await request.aread())
+        async with httpx.AsyncClient(timeout=None) as client:
+            answer = await client.send(sent)
+        kept = {k: v for k, v in answer.headers.items() if k.lower() not in DROPPED_HEADERS
+                and k.lower() != "content-encoding"}
+        return httpx.Response(answer.status_code, headers=kept, content=answer.content)
+
+    router = respx.MockRouter(assert_all_called=False, assert_all_mocked=False)
+    router.route(ToThisMachine(True)).pass_through()
+    router.route(method="POST", path__regex=r"/chat/completions/?$").mock(side_effect=forward)
+    router.route(method="GET", path__regex=r"/models/?$").mock(side_effect=forward)
+    router.route().pass_through()
+    router.start()
+    _FORWARDING.append(router)
+
+
 class ToThisMachine(Pattern):
     """A respx pattern: the request's host is this machine (`vfcheck._shared.this_machine`, the
     definition the socket guard uses). No `key`: respx registers only keyed patterns."""

@@ -63,6 +63,9 @@ class CheckOptions:
     reward_max: float | None = field(default_factory=default_of("reward_max"))
     fuzz_examples: int = field(default_factory=default_of("fuzz_examples"))
     group_size: int = field(default_factory=default_of("group_size"))
+    soak_episodes: int = field(default_factory=default_of("soak_episodes"))
+    soak_growth: int = field(default_factory=default_of("soak_growth"))
+    pool_workers: int = field(default_factory=default_of("pool_workers"))
     golden_dir_from: GoldenFrom = "default"
     """Who named the golden dir: the command line (replay lines repeat it), pyproject.toml,
     or nobody (`golden/` of the project)."""

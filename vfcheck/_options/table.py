@@ -104,6 +104,19 @@ OPTIONS: tuple[Option, ...] = (
            "(a group of rollouts, as a trainer plays them), each compared with the same "
            "episode played one at a time", default=4, key="group_size",
            cli=("--group-size",), pytest="--vf-group-size", metavar="G", minimum=2),
+    Option("soak_episodes", "int", "episodes of one sampled task `soak.memory` plays (the "
+           "first fifth warm up, untraced; the rest in two stretches, of two episodes each when "
+           "each episode starts a tool server or a harness program)", default=12,
+           key="soak_episodes",
+           cli=("--soak-episodes",), pytest="--vf-soak-episodes", metavar="N", minimum=5),
+    Option("soak_growth", "int", "bytes per episode env code may keep from episode to episode "
+           "before `soak.memory` fails", default=1024, key="soak_growth",
+           cli=("--soak-growth",), pytest="--vf-soak-growth", metavar="BYTES", minimum=0),
+    Option("pool_workers", "int", "env-server worker processes `served.pool` plays each sampled "
+           "task through, as a trainer's pool (2 or more for a pool as trainers run it; each "
+           "worker is an interpreter that imports verifiers and the env, ~5 s of CPU)",
+           default=0, shown_default="0: `served.pool` is skipped", key="pool_workers",
+           cli=("--pool-workers",), pytest="--vf-pool-workers", metavar="N", minimum=0),
     Option("wheels", "path", "folder of wheels the harness programs resolve their "
            "dependencies from, with no package index (fill it with: vfcheck wheels DIR ENV)",
            shown_default="the index", key="wheels", cli=("--wheels",), pytest="--vf-wheels",

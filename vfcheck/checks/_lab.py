@@ -108,6 +108,17 @@ def non_finite(trace: Any) -> list[str]:
     return bad
 
 
+def starts_processes(tiers: Any) -> str | None:
+    """What each episode of the env starts besides env code in this process (a harness
+    program on the env tier, the tasks' tool servers), if anything: an interpreter each,
+    a second or more."""
+    if any(t.tier != "fast" for t in tiers):
+        return "a harness program"
+    if any(t.tools for t in tiers):
+        return "tool servers"
+    return None
+
+
 def env_code_errors(result: Any) -> list[str]:
     """The errors env code raised in the episode, each with where (`crash_site`)."""
     found = []
@@ -184,6 +195,9 @@ class EpisodeLab:
         self._alone: dict[tuple[int, str], asyncio.Future[Any]] = {}
         self._queued: list[tuple[Any, Callable[[Any], Any] | None, asyncio.Future[Any]]] = []
         self._alone_hold: asyncio.Future[None] | None = None
+        self.played = 0
+        """Episodes the lab has played to their end, for every check (`soak.memory` tells its
+        own from the others that ran meanwhile)."""
         self.goldens: GoldenPlan | None = None
         self.at_once = at_once
         self._gate = asyncio.Semaphore(at_once)
@@ -213,6 +227,7 @@ class EpisodeLab:
         if (blocked := self.not_served(task)) is not None:
             return blocked
         result = noted(await runner.play(task, timeout=self.timeout, on_trace=assign))
+        self.played += 1
         if result.dead_tool_server is not None:
             self.dead_servers.setdefault(task.data.idx, result.dead_tool_server)
         return result

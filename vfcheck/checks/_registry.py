@@ -27,10 +27,12 @@ if TYPE_CHECKING:
 Scope = Literal["env", "task", "sample"]
 """`env`: one finding per env; `task`: one per task; `sample`: one per sampled task (these
 play episodes)."""
-Phase = Literal["gate", "run", "after"]
+Phase = Literal["gate", "run", "last", "after"]
 """`gate`: runs first and decides whether anything else runs (the env loads); `run`: with the
 runners open;
-`after`: once every `run` check is done and verifiers has closed its runners."""
+`last`: once every `run` check is done, the runners still open (a check whose measurement the
+others' work would blur, or slow them: `soak.memory`);
+`after`: once every `run` and `last` check is done and verifiers has closed its runners."""
 Unit = tuple[str, int | None]
 """A check on a task (`("gold", 1)`), or on the env (`("load", None)`)."""
 Stage = Literal["setup", "validate", "finalize", "scoring", "episode"]

@@ -12,6 +12,7 @@ mid-request. The server and its runs live in `vfcheck._episodes.served`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 from typing import Any, NamedTuple
@@ -22,7 +23,13 @@ from vfcheck._shared.findings import Finding, Outcome
 from vfcheck.checks._alone_verdicts import note
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._judge_calls import judge_exchanges
-from vfcheck.checks._lab import agent_fault, dead_server_block, episode_lab, unfinished_plays
+from vfcheck.checks._lab import (
+    agent_fault,
+    dead_server_block,
+    episode_lab,
+    starts_processes,
+    unfinished_plays,
+)
 from vfcheck.checks._registry import check, family
 from vfcheck.checks._wire_changes import (
     ABSENT,
@@ -283,14 +290,22 @@ def served_verdict(ctx: CheckContext, task: Any, served: Any, plays: tuple[Any, 
     known = {*local.errors(), *again.errors()}
     new_errors = [e for e in served_errors(play.episode) if e not in known]
     outcome, observed, diff = episode_verdict(ours, twice, theirs, new_errors, task.data.idx)
-    equivalent = [c for c in wire_verdict(ctx, task, served).changes if c.equivalent]
-    if outcome == "failed" and equivalent:
-        observed += (f"; the served task differs only in values JSON carries as it must, "
-                     f"which the env's code may tell apart: {describe(equivalent)}")
+    if outcome == "failed":
+        observed += json_note(ctx, task, served)
     exchanges = {"judge_exchanges": said} if (said := judge_exchanges(play.episode.traces)) \
         else {}
     return ctx.finding("served.episode", task, outcome, f"{where}, {observed}", diff=diff,
                        served=theirs, in_process=ours, address=served.address, **exchanges)
+
+
+def json_note(ctx: CheckContext, task: Any, served: Any) -> str:
+    """What a failed served play may owe to the wire: values JSON carries as it must
+    (a tuple comes back a list), which the env's code may tell apart."""
+    equivalent = [c for c in wire_verdict(ctx, task, served).changes if c.equivalent]
+    if not equivalent:
+        return ""
+    return ("; the served task differs only in values JSON carries as it must, which the "
+            f"env's code may tell apart: {describe(equivalent)}")
 
 
 def episode_verdict(ours: list[Any], twice: list[Any], theirs: list[Any],
@@ -349,6 +364,125 @@ async def play_served(ctx: CheckContext, lab: Any, served: Any, task: Any,
         if not play.unbound:
             break
     return play
+
+
+async def pooled_env(ctx: CheckContext, lab: Any) -> Any:
+    """The run's `PooledEnv`: verifiers' env-server pool for the loaded env (`--pool-workers`
+    workers), its workers reaching the lab's scripted model on loopback."""
+    async def opener(ctx: CheckContext, stack: contextlib.AsyncExitStack) -> Any:
+        from vfcheck._episodes.served_pool import PooledEnv
+
+        return await stack.enter_async_context(PooledEnv.open_pool(
+            ctx.env, lab.runner.model, workers=ctx.options.pool_workers))
+
+    return await ctx.shared("served_pool", opener)
+
+
+POOL_OFF = ("off: `--pool-workers 2` (pytest `--vf-pool-workers 2`, `[tool.vfcheck] pool_workers "
+            "= 2`) plays it through verifiers' env-server pool as trainers do; each worker is "
+            "an interpreter of its own, ~5 s of CPU")
+"""Why `served.pool` is skipped by default."""
+
+
+def group_size(ctx: CheckContext, workers: int) -> int:
+    """Rollouts of a task played at once through the pool: two per worker, or one per worker
+    when each episode starts an interpreter (a tool server, a harness program) the workers
+    start cold; two at least (a group)."""
+    return max(2, workers if starts_processes(ctx.tiers) else 2 * workers)
+
+
+@check(
+    "served.pool", family="served", scope="sample", budget=3.5, extra_seconds=60.0,
+    contract="a group of the task's rollouts played at once through verifiers' env-server pool "
+    "(`EnvServerPool`, worker processes running `serve_env`) each give the in-process play's "
+    "trace (normalised) and record no error the in-process play did not",
+    fails_when="a group of the task's rollouts (two per worker; one per worker when each "
+    "episode starts a tool server or a harness program) sent at once through verifiers' "
+    "`EnvServerPool` broker to `--pool-workers` (2) env-server worker processes (`serve_env`, "
+    "spawned as trainers spawn them: they rebuild the env from its config and never call "
+    "`load()`) comes back "
+    "different from the in-process play after normalisation, records an error the in-process "
+    "play did not (state that `load()` or a module left in the check worker's process, which "
+    "the workers lack), is answered with an error, or gets no answer within the timeout; a "
+    "worker that exits before it serves fails every task. Skipped as blocked when `served.data` "
+    "fails on the task, on a verifiers without the pool, and unless `--pool-workers N` is "
+    "given (off by default: each worker is an interpreter of its own)",
+    why="trainers scale an env through a pool of env-server processes; what only works in the "
+    "process that loaded the tasks trains on errors there",
+)
+async def served_pool(ctx: CheckContext, task: Any) -> Finding:
+    from vfcheck._episodes.served_pool import pool_missing
+
+    if (missing := missing_serve() or pool_missing()) is not None:
+        from vfcheck._shared.compat import lacks_message
+
+        return ctx.finding("served.pool", task, "skipped",
+                           f"{lacks_message([missing])}, which served.pool needs")
+    if ctx.options.pool_workers < 1:
+        return ctx.finding("served.pool", task, "skipped", POOL_OFF)
+    served = await served_env(ctx)
+    if (blocked := blocked_by_wire(ctx, task, served)) is not None:
+        return ctx.finding("served.pool", task, "skipped", blocked)
+    lab = await episode_lab(ctx)
+    pooled = await pooled_env(ctx, lab)
+    async with pooled.used():  # the last check to use it stops the workers
+        return await pooled_verdict(ctx, task, lab, served, pooled)
+
+
+async def pooled_verdict(ctx: CheckContext, task: Any, lab: Any, served: Any,
+                         pooled: Any) -> Finding:
+    """`served.pool`'s verdict on `task`: its group played through `pooled` (a
+    `PooledEnv`), each rollout compared with the task's two in-process plays."""
+    from vfcheck._episodes.served import as_streamed
+    from vfcheck._traces.normalize import normalize_trace
+
+    starting = asyncio.ensure_future(pooled.start())  # the workers import while we play
+    local, again = await lab.both_plays(task)  # shared with served.episode and golden
+    size = group_size(ctx, pooled.workers)
+    where = (f"{size} rollouts played at once through verifiers' env-server pool "
+             f"({pooled.workers} worker process{'es' if pooled.workers > 1 else ''})")
+    try:
+        await starting
+    except Exception as e:  # noqa: BLE001 - a pool that does not come up is the finding
+        return ctx.finding("served.pool", task, "failed", f"{where}: {e}")
+    if (dead := dead_server_block([local, again], task.data.idx)) is not None:
+        return ctx.finding("served.pool", task, "skipped", dead)
+    if (stopped := unfinished_plays([local, again], task.data.idx)) is not None:
+        return ctx.finding("served.pool", task, "failed", stopped)
+    plays = await asyncio.gather(*(play_served(ctx, lab, pooled, task) for _ in range(size)))
+    if any(play.unbound for play in plays):
+        return ctx.finding("served.pool", task, "error",
+                           f"{where}: the scripted model answered a run before its first "
+                           f"delta tied it to the task, {PLAYS} times: nothing to compare")
+    ours, twice = ([normalize_trace(as_streamed(t)) for t in r.traces] for r in (local, again))
+    known = {*local.errors(), *again.errors()}
+    problems, diffs, passed = [], [], ""
+    for number, play in enumerate(plays, 1):
+        if play.error is not None:
+            problems.append(f"rollout {number} failed: {play.error}")
+            continue
+        theirs = [normalize_trace(t.to_record()) for t in play.episode.traces]
+        new_errors = [e for e in served_errors(play.episode) if e not in known]
+        outcome, observed, diff = episode_verdict(ours, twice, theirs, new_errors,
+                                                  task.data.idx)
+        diffs.append(diff)
+        if outcome == "failed":
+            problems.append(f"rollout {number}: {observed}")
+        elif outcome == "skipped":
+            return ctx.finding("served.pool", task, "skipped", f"{where}, {observed}")
+        else:
+            passed = observed
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return ctx.finding("served.pool", task, "failed",
+                           f"{where}, {len(problems)} of them differ from the in-process play: "
+                           f"{problems[0]}{more}{json_note(ctx, task, served)}. A pool worker "
+                           "rebuilds the env from its config and never calls `load()`: "
+                           f"compare served.episode[{task.data.idx}], played by a server in "
+                           "the process that loaded the tasks", problems=problems,
+                           diffs=diffs, **pooled.where())
+    return ctx.finding("served.pool", task, "passed", f"{where}, each: {passed}",
+                       **pooled.where())
 
 
 @check(
