@@ -17,10 +17,10 @@ from vfcheck.checks._wire_changes import (
     config_changes,
     data_changes,
     describe,
+    episode_verdict,
     same,
 )
 from vfcheck.checks.served import (
-    episode_verdict,
     group_size,
     run_problem,
     validation_problems,
@@ -204,7 +204,7 @@ def test_a_served_error_is_written_as_the_in_process_play_writes_it() -> None:
     from types import SimpleNamespace
 
     from vfcheck._shared.error_text import condense
-    from vfcheck.checks.served import served_errors
+    from vfcheck.checks._wire_changes import served_errors
 
     stderr = ("harness 'vfcheck-chat' exited 1:  |            ^^^^^^^^^^^^^^^^^^^^^\n"
               "    |   File \"/venv/httpx2/_client.py\", line 1, in send\n"

@@ -18,8 +18,7 @@ import dataclasses
 from typing import Any, NamedTuple
 
 from vfcheck._host.attempts import deadline_hit
-from vfcheck._shared.error_text import condense
-from vfcheck._shared.findings import Finding, Outcome
+from vfcheck._shared.findings import Finding
 from vfcheck.checks._alone_verdicts import note
 from vfcheck.checks._context import CheckContext
 from vfcheck.checks._judge_calls import judge_exchanges
@@ -33,11 +32,12 @@ from vfcheck.checks._lab import (
 from vfcheck.checks._registry import check, family
 from vfcheck.checks._wire_changes import (
     ABSENT,
-    SHOWN_CHANGES,
     Change,
     config_changes,
     data_changes,
     describe,
+    episode_verdict,
+    served_errors,
     shown,
 )
 
@@ -306,51 +306,6 @@ def json_note(ctx: CheckContext, task: Any, served: Any) -> str:
         return ""
     return ("; the served task differs only in values JSON carries as it must, which the "
             f"env's code may tell apart: {describe(equivalent)}")
-
-
-def episode_verdict(ours: list[Any], twice: list[Any], theirs: list[Any],
-                    new_errors: list[str], index: int) -> tuple[Outcome, str, list[str]]:
-    """The outcome and what was observed, given the normalised traces of two in-process
-    plays (`ours`, `twice`) and the served one, and the errors only the served play
-    recorded. What differs between the two in-process plays (a latency metric) is not
-    compared; if the served play differs elsewhere while the env is not deterministic, it
-    could be the same cause: not a verdict, unless the served rollout errs."""
-    from vfcheck._traces.normalize import trace_changes
-
-    moved = {path for path, _, _ in trace_changes({"traces": ours}, {"traces": twice})}
-    diff = [f"{path}: {was} -> {now}" for path, was, now
-            in trace_changes({"traces": ours}, {"traces": theirs}) if path not in moved]
-    problems = [f"the served rollout recorded {e}, which the in-process play did not"
-                for e in new_errors[:2]]
-    if diff and (problems or not moved):
-        problems.append("the served trace differs from the in-process one after "
-                        f"normalisation: {'; '.join(diff[:SHOWN_CHANGES])}"
-                        + (f" (+{len(diff) - SHOWN_CHANGES} more)" if len(diff) > SHOWN_CHANGES
-                           else ""))
-    if problems:
-        return "failed", "; ".join(problems), diff
-    unstable = ", ".join(sorted(moved)[:3]) + (f" (+{len(moved) - 3} more)" if len(moved) > 3
-                                               else "")
-    if diff:
-        return ("skipped", f"the env is not deterministic (two in-process plays differ at "
-                f"{unstable}) and the served play differs elsewhere too ({'; '.join(diff[:2])}), "
-                f"which may be the same cause: not compared (see determinism.replay[{index}])",
-                diff)
-    return "passed", f"the episode equals the in-process one ({len(theirs)} trace(s), " \
-                     "normalised" + (f"; not compared: {unstable}, which differ between two "
-                                     "in-process plays" if moved else "") + ")", diff
-
-
-def served_errors(episode: Any) -> list[str]:
-    """Every error a served episode recorded, as `Type: message` lines written as
-    `EpisodeResult.errors` writes the in-process play's (a traceback in a message condensed),
-    so that the same error is the same line on both sides (deepwiki's harness exit, its
-    stderr whole against the in-process play's condensed line, was an error "the in-process
-    play did not" record)."""
-    found = [f"{e.type}: {condense(e.message)}" for e in episode.errors]
-    for trace in episode.traces:
-        found += [f"{e.type}: {condense(e.message)}" for e in trace.errors]
-    return found
 
 
 async def play_served(ctx: CheckContext, lab: Any, served: Any, task: Any,
