@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from support import CheckCache
 
+from vfcheck.checks.served import POOL_OFF
+
 pytestmark = pytest.mark.slow
 
 ENV = "vfc-broken-tool-dead"
@@ -40,6 +42,9 @@ def test_a_tool_server_that_never_serves_is_named_and_blocks_its_task(
         assert "first_attempt" not in finding["details"], (check, index)  # never run again
         if check in NO_SERVER or check == "episode":
             continue
+        if check == "served.pool":  # off by default: its skip says so, before any blocking
+            assert finding["message"].endswith(POOL_OFF), finding["message"]
+            continue
         if finding["outcome"] == "skipped" and check.split(".")[0] in ("lifecycle", "preview",
                                                                        "robustness", "golden",
                                                                        "served", "determinism"):
@@ -49,3 +54,32 @@ def test_a_tool_server_that_never_serves_is_named_and_blocks_its_task(
     assert all(by_unit[(c, i)]["outcome"] == "passed" for c in ("setup", "gold", "noop")
                for i in (0, 1))
     assert run.returncode == 1
+
+
+def test_a_tool_server_that_runs_idle_without_serving_is_named_and_stopped(
+    fixtures_dir: Path, checked: CheckCache
+) -> None:
+    """vfc-broken-tool-silent's server waits for a backend that never comes: alive, idle,
+    no port. Each episode ends once it has been idle `SILENT_SECONDS`, naming it; the warm
+    start cancelled while it waited kills the server (verifiers never got the process to
+    stop), so hygiene.processes passes."""
+    env_id = "vfc-broken-tool-silent"
+    run = checked.check(env_id, "--path", str(fixtures_dir))
+    env = run.envs[env_id]
+    by_unit = {(f["check"], (f["task"] or {}).get("index")): f for f in env["findings"]}
+    failed = {unit for unit, f in by_unit.items() if f["outcome"] in ("failed", "error")}
+    assert failed == {("episode", 0), ("episode", 1)}, run.stdout[-3000:]
+    for index in (0, 1):
+        message = by_unit[("episode", index)]["message"]
+        assert ("the `calc` toolset's server `python -m vfc_broken_tool_silent` ran 15 s "
+                "without reporting its port, idle (no CPU, no output) all that time, writing "
+                "nothing; likely cause: it serves over another transport") in message, message
+        assert "deadline" not in message
+        lifecycle = by_unit[("lifecycle", index)]
+        assert lifecycle["outcome"] == "skipped"
+        assert lifecycle["message"].endswith(
+            "blocked — the `calc` toolset's server `python -m vfc_broken_tool_silent` ran 15 s "
+            f"idle without serving; see episode[{index}]"), lifecycle["message"]
+    assert by_unit[("hygiene.processes", None)]["outcome"] == "passed"
+    assert all(by_unit[(c, i)]["outcome"] == "passed" for c in ("setup", "gold", "noop")
+               for i in (0, 1))

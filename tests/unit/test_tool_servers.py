@@ -97,3 +97,4 @@ async def test_an_episode_waiting_on_a_dead_server_is_cut_short(tmp_path: Path) 
     assert done is None and dead is not None and dead.module == "vfc_x"
     assert cancelled.is_set()
     assert await until_dead_server(asyncio.sleep(0, "finished")) == ("finished", None)
+

@@ -65,6 +65,27 @@ def ancestors(pid: int) -> list[int]:
         return []
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user and system) used so far by `pid` and everything running below it;
+    None if `pid` is gone. A child that exits meanwhile is left out of the sum."""
+    proc = _running(pid)
+    if proc is None:
+        return None
+    total = 0.0
+    for each in (proc, *_children(proc)):
+        with contextlib.suppress(*GONE):
+            times = each.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def _children(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return list(proc.children(recursive=True))
+    except GONE:
+        return []
+
+
 def start_time(pid: int) -> str | None:
     """When `pid` started, as a token no later process with the same pid shares; None if it
     is gone or a zombie.

@@ -1,4 +1,5 @@
-"""A tool server that exits before it serves is seen when it exits, not 180 s later.
+"""A tool server that exits before it serves is seen when it exits, not 180 s later; one
+that stays alive but idle without serving is seen after `SILENT_SECONDS`.
 
 verifiers' subprocess runtime starts a toolset's server as `python -m <module>` with
 `MCP_PORT_FILE` set, then polls that file once a second for 180 s
@@ -6,7 +7,10 @@ verifiers' subprocess runtime starts a toolset's server as `python -m <module>` 
 module with no `__main__` that serves, or one that raises at start, exits at once, and the
 episode waits out the runner's deadline. `watch` (called by `vfcheck._host.warm_starts` for
 every tool-server start, warm or cold) waits for the port file or the exit; an exit first is
-a `DeadToolServer`, handed to the callback the episode set (`watching`), which ends it.
+a `DeadToolServer`, handed to the callback the episode set (`watching`), which ends it. So
+is a server still running after `SILENT_SECONDS` without its port that used no CPU and wrote
+nothing to its log over the last `SILENT_SECONDS` (it serves over stdio, reads its stdin or
+waits on something that will not come): a slow start, however slow the machine, is busy.
 """
 
 from __future__ import annotations
@@ -15,16 +19,27 @@ import asyncio
 import contextlib
 import contextvars
 import os
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from vfcheck._host import processes
 
 PORT_FILE_VAR = "MCP_PORT_FILE"
 """Where verifiers' tool server writes its port (`verifiers/v1/mcp/launch.py`)."""
 POLL = 0.05
 """Seconds between two looks at the port file and the process."""
 TAIL_BYTES = 4000
+SILENT_SECONDS = 15.0
+"""How long a tool server may run idle (no CPU, no log output) without reporting its port
+before it is named: a quarter of the runner's default deadline, ample for a process that is
+waiting rather than working (on a machine busy with other work, a working process still gets
+CPU within seconds)."""
+IDLE_CPU = 0.05
+"""CPU seconds over `SILENT_SECONDS` below which the server counts as idle (an interpreter
+blocked in a read uses none; polling a socket uses a few milliseconds)."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +53,9 @@ class DeadToolServer:
     """The end of what it wrote (stdout and stderr share the log)."""
     toolset: str = ""
     """The toolset's server name, from its log's name (`vf_tool_<name>.log`)."""
+    silent_for: float | None = None
+    """Set when the server still runs: the seconds it has run idle without its port
+    (`exit_code` is then None)."""
 
     @property
     def server(self) -> str:
@@ -46,6 +64,8 @@ class DeadToolServer:
         return f"{named} `python -m {self.module}`"
 
     def short(self) -> str:
+        if self.silent_for is not None:
+            return f"{self.server} ran {self.silent_for:.0f} s idle without serving"
         return f"{self.server} exited with code {self.exit_code} without serving"
 
     @property
@@ -57,6 +77,12 @@ class DeadToolServer:
         """`the tool server `python -m vfc_x` exited with code 0 before it reported its
         port, writing nothing (likely: ...)`."""
         said = (f"its last line: {self.last_line!r}" if self.last_line else "writing nothing")
+        if self.silent_for is not None:
+            return (f"{self.server} ran {self.silent_for:.0f} s without reporting its port, "
+                    f"idle (no CPU, no output) all that time, {said}; likely cause: it serves "
+                    "over another transport than the port verifiers reads (stdio), or waits "
+                    "for input or a resource that will not come; verifiers would poll its port "
+                    "file for 180 s")
         why = ("; likely cause: the module has no `if __name__ == \"__main__\":` that serves "
                "(`<YourToolset>.run()`)" if self.exit_code == 0 and not self.last_line else "")
         return (f"{self.server} exited with code "
@@ -129,15 +155,54 @@ def watch(proc: Any, argv: list[Any], kwds: Mapping[str, Any]) -> None:
 
 async def _watch(proc: Any, port_file: Path, module: str, log: Path | None,
                  on_dead: Callable[[DeadToolServer], None]) -> None:
+    idle = _Idleness(getattr(proc, "pid", None), log)
     while proc.returncode is None:
         with contextlib.suppress(OSError):
             if port_file.read_text().strip().isdigit():
                 return
+        if idle.for_too_long():
+            on_dead(DeadToolServer(module, None, _tail(log), toolset_of(log),
+                                   silent_for=SILENT_SECONDS))
+            return
         await asyncio.sleep(POLL)
     with contextlib.suppress(OSError):  # written just before it exited
         if port_file.read_text().strip().isdigit():
             return
     on_dead(DeadToolServer(module, proc.returncode, _tail(log), toolset_of(log)))
+
+
+class _Idleness:
+    """Whether a running server has used no CPU and written nothing for `SILENT_SECONDS`:
+    its activity (CPU seconds of its process tree, its log's size) is read once a second and
+    compared with the reading `SILENT_SECONDS` before."""
+
+    def __init__(self, pid: int | None, log: Path | None) -> None:
+        self.pid, self.log = pid, log
+        self.readings: list[tuple[float, float, int]] = []
+        """(monotonic time, CPU seconds, log bytes), oldest first, one a second."""
+
+    def for_too_long(self) -> bool:
+        if self.pid is None:  # not a process psutil can read: never called idle
+            return False
+        now = time.monotonic()
+        if self.readings and now - self.readings[-1][0] < 1.0:
+            return False
+        cpu = processes.cpu_seconds(self.pid)
+        if cpu is None:  # exited: the loop sees its return code next
+            return False
+        self.readings.append((now, cpu, _size(self.log)))
+        while len(self.readings) > 1 and now - self.readings[1][0] >= SILENT_SECONDS:
+            self.readings.pop(0)
+        first_at, first_cpu, first_size = self.readings[0]
+        return (now - first_at >= SILENT_SECONDS and cpu - first_cpu < IDLE_CPU
+                and _size(self.log) == first_size)
+
+
+def _size(log: Path | None) -> int:
+    try:
+        return -1 if log is None else log.stat().st_size
+    except OSError:
+        return -1
 
 
 def toolset_of(log: Path | None) -> str:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from vfcheck._host.port_files import PORT_FILES
-from vfcheck._host.processes import is_subreaper, start_time
+from vfcheck._host.processes import descendants, is_subreaper, kill_pids, start_time
 from vfcheck._host.tool_servers import PORT_FILE_VAR, watch
 from vfcheck._host.warm_plan import WarmRequest, plan
 from vfcheck._host.zygote import TITLE_ROOM
@@ -229,7 +229,11 @@ class WarmStarts:
                     self.adopted(proc.pid, [program, *args], decision)
                     watch(proc, [program, *args], kwds)
                     if port_file := decision.env.get(PORT_FILE_VAR):
-                        await until_serving(proc, Path(port_file))
+                        try:
+                            await until_serving(proc, Path(port_file))
+                        except BaseException:  # cancelled: verifiers never got `proc` to stop
+                            kill_pids([*descendants(proc.pid), proc.pid])
+                            raise
                         if proc.returncode is None:  # one that exited never listened
                             self.add_seconds("warm", started)
                     return proc
