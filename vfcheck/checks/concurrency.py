@@ -70,6 +70,12 @@ async def concurrency(ctx: CheckContext, task: Any) -> Finding:
     names = list(policies)
     order = [names[i % len(names)] for i in range(ctx.options.group_size)]
     group = await lab.play_group(task, [policies[name] for name in order])
+    if all(blocked_before_model(r) for r in group) and (
+            blocked := blocked_before_model(await lab.first_play(task))) is not None:
+        # every episode ended before its first model request: nothing to play alone for
+        return ctx.finding("concurrency", task, "skipped",
+                           f"blocked — {blocked}, so no reply reached env code at once "
+                           f"(see episode[{index}])")
     alone = await lab.alone_plays(task, policies)
     plays = [*group, *alone.values()]
     if (dead := dead_server_block(plays, index)) is not None:

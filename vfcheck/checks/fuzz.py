@@ -67,6 +67,12 @@ async def fuzz(ctx: CheckContext, task: Any) -> Finding:
     empty = lab.probe("empty", task)
     assert empty is not None
     first = await lab.play(task, empty)  # which env tools the task offers (exploit.empty's)
+    if first.turns == 0 and (
+            blocked := blocked_before_model(await lab.lab.first_play(task))) is not None:
+        # the episode ends before its first model request whatever the reply: no search
+        return ctx.finding("fuzz", task, "skipped",
+                           f"blocked — {blocked}, so no searched reply could reach env code "
+                           f"(see episode[{task.data.idx}])", examples=0)
     tools = {name: generate_arguments(first.tool_parameters.get(name, {}), tool_name=name)
              for name in spammable_tools(first)}
     searches: list[tuple[str, Any]] = [
