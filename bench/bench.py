@@ -489,6 +489,50 @@ class Bench:
             self.row(f"{env_id}: without fuzz, exploit.search at its default budget / at "
                      "--fuzz-examples 1", rest, least, target="(info)")
 
+    def training_scale(self, sdist: Path | None) -> None:
+        """What this round's training-scale families add to a default `vfcheck check`
+        (issue 31: `concurrency` and `soak` together, target <= 1.30; issue 30's `fuzz` on
+        top of them, information), on vfc-echo and echo-tool-v1 (verifiers' tool fixture),
+        each against vf-validate in the same run."""
+        from vfcheck.checks import FAMILIES
+
+        scale = {"concurrency", "soak"}
+        without_scale = ",".join(f for f in FAMILIES if f not in scale)
+        without_new = ",".join(f for f in FAMILIES if f not in scale | {"fuzz"})
+        envs = [("vfc-echo", FIXTURES)] + ([("echo-tool-v1", sdist)] if sdist else [])
+        for env_id, folder in envs:
+            print(f"\n## 2s. the training-scale families' cost on {env_id}", flush=True)
+            env = child_env()
+            venv = child_env(PYTHONPATH=str(folder))
+            chk = [str(BIN / "vfcheck"), "check", env_id, "--path", str(folder)]
+
+            def side(*extra: str, chk: list[str] = chk, env: dict = env) -> object:
+                return lambda r: ([*chk, *extra], env, self.fresh("scale"))
+
+            def validate(rep: int, env_id: str = env_id, venv: dict = venv
+                         ) -> tuple[list[str], dict, Path]:
+                out = self.fresh(f"validate-{env_id}")
+                return ([str(BIN / "vf-validate"), env_id, "--runtime.type", "subprocess",
+                         "-o", str(out)], venv, out)
+
+            full, rest, least, ref = self.measure(
+                [("vfcheck check (every family)", side()),
+                 ("vfcheck check (without concurrency, soak)", side("--checks", without_scale)),
+                 ("vfcheck check (without concurrency, soak, fuzz)",
+                  side("--checks", without_new)),
+                 ("vf-validate (subprocess runtime)", validate)],
+                self.args.repeat,
+            )
+            for s in (full, rest, least):
+                s.ok_rc = (0, 1)  # 1: findings failed (a finished check)
+            self.row(f"{env_id}: every family / without concurrency, soak", full, rest,
+                     target="<= 1.30", note=failed_note(full))
+            self.row(f"{env_id}: every family / without concurrency, soak, fuzz", full, least,
+                     target="(info)")
+            self.row(f"{env_id}: every family / vf-validate", full, ref, target="(info)")
+            self.row(f"{env_id}: without concurrency, soak, fuzz / vf-validate", least, ref,
+                     target="(info)")
+
     def judge_formats(self) -> None:
         """What answering a judge in its own format costs (`vfcheck._model.verdict_formats`,
         the judge's `parse` tried on each pair): vfc-judge-json's judge called in a child,
@@ -995,7 +1039,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--only",
-        default="idle,check,phases,probes,served,fuzz,judge,run,scaling,huge,spread,tools",
+        default="idle,check,phases,probes,served,fuzz,scale,judge,run,scaling,huge,spread,tools",
         help="sections to run (comma-separated; default all)",
     )
     args = ap.parse_args(argv)
@@ -1035,6 +1079,8 @@ def main(argv: list[str] | None = None) -> int:
             b.served()
         if "fuzz" in only:
             b.fuzz()
+        if "scale" in only:
+            b.training_scale(b.sdist_fixtures())
         if "judge" in only:
             b.judge_formats()
         if "run" in only:
