@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import sys
@@ -156,6 +157,8 @@ class Worker:
             )
             if plan_only:  # the xdist controller's: its workers run the checks
                 return
+            gc.freeze()  # what loading left (verifiers, the env, their imports) is never
+            # scanned again by the collections every episode's garbage triggers
             self.start_warm_starts()
             queueing = asyncio.ensure_future(self.report_queueing())
             OFFLINE_SOCKETS.env_code, OFFLINE_SOCKETS.kinds = (self.watchdog.env_code,
