@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -467,10 +468,7 @@ class Bench:
             def side(*extra: str, chk: list[str] = chk) -> object:
                 return lambda r: ([*chk, *extra], env, self.fresh("fuzz"))
 
-            def validate(rep: int, env_id: str = env_id) -> tuple[list[str], dict, Path]:
-                out = self.fresh(f"validate-{env_id}")
-                return ([str(BIN / "vf-validate"), env_id, "--runtime.type", "subprocess",
-                         "-o", str(out)], venv, out)
+            validate = self.validate_side(env_id, venv)
 
             full, rest, least, ref = self.measure(
                 [("vfcheck check (every family)", side()),
@@ -488,6 +486,16 @@ class Bench:
             self.row(f"{env_id}: without fuzz / vf-validate", rest, ref, target="(info)")
             self.row(f"{env_id}: without fuzz, exploit.search at its default budget / at "
                      "--fuzz-examples 1", rest, least, target="(info)")
+
+    def validate_side(self, env_id: str, venv: dict
+                      ) -> Callable[[int], tuple[list[str], dict, Path]]:
+        """The `vf-validate ENV` side of a pair: the subprocess runtime, a fresh output folder
+        per repetition (`venv`: its environment, the env's folder on PYTHONPATH)."""
+        def validate(rep: int) -> tuple[list[str], dict, Path]:
+            out = self.fresh(f"validate-{env_id}")
+            return ([str(BIN / "vf-validate"), env_id, "--runtime.type", "subprocess",
+                     "-o", str(out)], venv, out)
+        return validate
 
     def training_scale(self, sdist: Path | None) -> None:
         """What this round's training-scale families add to a default `vfcheck check`
@@ -509,11 +517,7 @@ class Bench:
             def side(*extra: str, chk: list[str] = chk, env: dict = env) -> object:
                 return lambda r: ([*chk, *extra], env, self.fresh("scale"))
 
-            def validate(rep: int, env_id: str = env_id, venv: dict = venv
-                         ) -> tuple[list[str], dict, Path]:
-                out = self.fresh(f"validate-{env_id}")
-                return ([str(BIN / "vf-validate"), env_id, "--runtime.type", "subprocess",
-                         "-o", str(out)], venv, out)
+            validate = self.validate_side(env_id, venv)
 
             full, rest, least, ref = self.measure(
                 [("vfcheck check (every family)", side()),
