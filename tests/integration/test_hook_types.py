@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from vfcheck._episodes.offline import prepare_process_env
-from vfcheck._episodes.runner import load_env, load_tasks
+from vfcheck._episodes.runner import load_env
+from vfcheck._episodes.task_loading import load_tasks
 from vfcheck.checks._hook_types import (
     SCORE_RULE,
     STOP_RULE,

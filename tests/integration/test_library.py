@@ -194,7 +194,8 @@ async def _play_hang(*, cancel: bool) -> Any:
     """One episode of the probe against a model that never answers: ended by a 1 s agent
     timeout, or cancelled by the caller once the request is previewed. Its notify log."""
     from vfcheck._episodes.recorder import TraceRecorder
-    from vfcheck._episodes.runner import EnvRunner, load_tasks
+    from vfcheck._episodes.runner import EnvRunner
+    from vfcheck._episodes.task_loading import load_tasks
     from vfcheck._model import Reply, ScriptedModel, fixed
 
     env_args = {} if cancel else {"agent.timeout.rollout": 3.0}
@@ -241,7 +242,8 @@ async def _reproduce_served_cancel() -> None:
     from verifiers.v1.serve import EnvClient, EnvServer
     from verifiers.v1.serve.delta import EpisodeAssembly
 
-    from vfcheck._episodes.runner import EnvRunner, load_tasks
+    from vfcheck._episodes.runner import EnvRunner
+    from vfcheck._episodes.task_loading import load_tasks
     from vfcheck._model import Reply, ScriptedModel, fixed
 
     model = ScriptedModel(fixed(Reply.fault("hang")))

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from vfcheck._episodes.runner import EnvLoadError, EnvRunner, load_tasks, run_episodes
+from vfcheck._episodes.runner import EnvLoadError, EnvRunner, run_episodes
+from vfcheck._episodes.task_loading import load_tasks
 from vfcheck._model import Reply, ScriptedModel, fixed
 from vfcheck._model.script import Script
 

@@ -157,8 +157,9 @@ async def test_a_hung_served_run_is_named_with_its_server_and_bounded() -> None:
     """The model never answers: the run ends at the timeout, naming the server's address
     and how far the run got; the server goes on serving the next run."""
     from vfcheck._episodes.offline import prepare_process_env
-    from vfcheck._episodes.runner import EnvRunner, load_tasks
+    from vfcheck._episodes.runner import EnvRunner
     from vfcheck._episodes.served import ServedEnv
+    from vfcheck._episodes.task_loading import load_tasks
     from vfcheck._model import PolicyRouter, Reply, ScriptedModel, TaskRef
     from vfcheck.checks._lab import agent_fault
 
@@ -225,8 +226,9 @@ async def test_the_pool_reaches_the_scripted_model_and_leaves_nothing_behind() -
     import os
 
     from vfcheck._episodes.offline import prepare_process_env
-    from vfcheck._episodes.runner import EnvRunner, load_tasks
+    from vfcheck._episodes.runner import EnvRunner
     from vfcheck._episodes.served_pool import PooledEnv
+    from vfcheck._episodes.task_loading import load_tasks
     from vfcheck._host.leftovers import leftovers
     from vfcheck._model import ScriptedModel, TaskRef
 

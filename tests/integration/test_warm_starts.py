@@ -163,7 +163,8 @@ PARITY = [
 async def play_all(env_id: str, path: str, deadlines: dict[int, float], *, warm: bool):
     """Every task of `env_id` played once, at the same time, each with its deadline (none
     when `deadlines` is empty): the results and how the processes started."""
-    from vfcheck._episodes.runner import EnvRunner, load_tasks
+    from vfcheck._episodes.runner import EnvRunner
+    from vfcheck._episodes.task_loading import load_tasks
     from vfcheck._host.warm_starts import WARM
 
     async with EnvRunner.open(env_id, paths=[path], warm_starts=warm) as runner:

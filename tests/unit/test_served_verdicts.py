@@ -18,13 +18,11 @@ from vfcheck.checks._wire_changes import (
     data_changes,
     describe,
     episode_verdict,
-    same,
-)
-from vfcheck.checks.served import (
-    group_size,
     run_problem,
+    same,
     validation_problems,
 )
+from vfcheck.checks.served import group_size
 
 
 class Data(BaseModel):

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
-import itertools
 import json
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +28,6 @@ from vfcheck._episodes.load_errors import (
     load_error_cause,
     rejected_args,
 )
-from vfcheck._episodes.load_progress import LoadProgress
 from vfcheck._episodes.offline import (
     DEFAULT_API_KEY_VAR,
     MOCK_API_KEY_VAR,
@@ -39,6 +36,7 @@ from vfcheck._episodes.offline import (
 )
 from vfcheck._episodes.recorder import STAGES, TraceLog, TraceRecorder, stage_times
 from vfcheck._episodes.runtime_fit import stand_in
+from vfcheck._episodes.task_loading import load_tasks
 from vfcheck._episodes.tiers import HarnessTier, RoleTier, role_tiers
 from vfcheck._host.tool_servers import DeadToolServer, until_dead_server
 from vfcheck._model import (
@@ -165,43 +163,6 @@ def load_env(
         raise EnvLoadError(f"env {env_id!r} failed to load: {load_error_cause(e)}"
                            f"{env_site(e)}{id_hint(env_id)}") from e
     return env, tiers
-
-
-def load_tasks(env: Any, num_tasks: int | None, *, infinite_sample: int | None = None,
-               progress: LoadProgress | None = None) -> list[Any]:
-    """The env's tasks in `load()` order. An infinite taskset needs `num_tasks`, or
-    `infinite_sample`: how many of its first tasks a check run takes (its `--sample`).
-    `progress` notes each task as `load()` yields it (the `load` check's deadline)."""
-    if num_tasks is None and infinite_sample is not None and is_infinite(env):
-        num_tasks = infinite_sample
-    return [with_index(task, i) for i, task in enumerate(_iterate(env, num_tasks, progress))]
-
-
-def is_infinite(env: Any) -> bool:
-    """Whether the env's taskset yields tasks forever (`Taskset.bounded` is 0.4's; older
-    tasksets only say INFINITE)."""
-    taskset = env.taskset
-    return not getattr(taskset, "bounded", not getattr(taskset, "INFINITE", False))
-
-
-def with_index(task: Any, position: int) -> Any:
-    """The task with `data.idx` set (0.4's `Taskset.__iter__` sets it; older ones don't)."""
-    if task.data.idx is not None:
-        return task
-    clone = copy.copy(task)
-    clone.data = task.data.model_copy(update={"idx": position})
-    return clone
-
-
-def _iterate(env: Any, num_tasks: int | None, progress: LoadProgress | None) -> list[Any]:
-    taskset = env.taskset
-    if num_tasks is None and is_infinite(env):
-        raise EnvLoadError(
-            f"env {env.config.env_id!r}: {type(env.taskset).__name__} is infinite "
-            "(INFINITE = True); bound it with -n N / --vf-num-tasks N"
-        )
-    tasks: Iterable[Any] = iter(taskset) if progress is None else progress.watch(taskset)
-    return list(tasks if num_tasks is None else itertools.islice(tasks, num_tasks))
 
 
 def task_info(task: Any) -> TaskInfo:

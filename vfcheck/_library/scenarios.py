@@ -258,7 +258,8 @@ async def scenario_findings(env_id: str, paths: Sequence[Path],
 
 async def _play_all(env_id: str, paths: Sequence[Path], lifecycle: bool,
                     preview: bool) -> list[Finding]:
-    from vfcheck._episodes.runner import EnvRunner, load_tasks
+    from vfcheck._episodes.runner import EnvRunner
+    from vfcheck._episodes.task_loading import load_tasks
     from vfcheck._model import PolicyRouter, Reply, ScriptedModel, fixed
 
     router = PolicyRouter()

@@ -40,8 +40,9 @@ async def served_findings(env_id: str, paths: Sequence[Path], gap: str | None) -
 
 
 async def _serve_probe(env_id: str, folders: list[str]) -> list[Finding]:
-    from vfcheck._episodes.runner import EnvRunner, load_tasks
+    from vfcheck._episodes.runner import EnvRunner
     from vfcheck._episodes.served import ServedEnv, declared_types, through_the_wire
+    from vfcheck._episodes.task_loading import load_tasks
     from vfcheck._model import PolicyRouter, Reply, ScriptedModel, TaskRef, fixed
 
     router = PolicyRouter()

@@ -1,8 +1,9 @@
 """What differs between an in-process task and the one an env server rebuilds, and how a
 message says it: each difference by its path down nested values (`data.entry.metadata.size`),
 with both values and their types, and which differences JSON carries by nature (a tuple that
-comes back a list where the declared type names no tuple), and the verdict on a served
-episode against the in-process plays. Pure: no verifiers, no episode played here."""
+comes back a list where the declared type names no tuple), the verdict on a served
+episode against the in-process plays, and how a validation error or a cancelled run's answer
+reads. Pure: no verifiers, no episode played here."""
 
 from __future__ import annotations
 
@@ -222,3 +223,31 @@ def served_errors(episode: Any) -> list[str]:
     for trace in episode.traces:
         found += [f"{e.type}: {condense(e.message)}" for e in trace.errors]
     return found
+
+
+def validation_problems(error: Any, sent: dict[str, Any] | None) -> str:
+    """A pydantic ValidationError as `data.answer: Field required (sent: (absent))`."""
+    errors = getattr(error, "errors", None)
+    if not callable(errors):
+        return str(error)
+    parts = []
+    for e in errors():
+        loc = ".".join(str(p) for p in e.get("loc") or ())
+        value = (sent or {}).get(str((e.get("loc") or ("",))[0]), ABSENT) if loc else ABSENT
+        parts.append(f"data.{loc}: {e.get('msg')} (sent: "
+                     f"{value if value == ABSENT else shown(value)})" if loc
+                     else str(e.get("msg")))
+    return "; ".join(parts)
+
+
+def run_problem(reply: str, end_wait: float) -> str | None:
+    """What is wrong with how the server answered a cancelled run (None: the cancellation)."""
+    if reply == "cancelled":
+        return None
+    if reply == "episode":
+        return ("the rollout did not end on the cancel: the server went on and answered the run "
+                "with a finished episode instead of the cancellation")
+    if reply.startswith("error: "):
+        return ("the run was answered with an error instead of the cancellation: "
+                + reply.removeprefix("error: "))
+    return f"the rollout had not ended {end_wait:g}s after the cancel ({reply})"

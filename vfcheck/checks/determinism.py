@@ -36,7 +36,8 @@ def print_hashes(spec: dict[str, Any]) -> None:
     """The worker's `--hashes` mode: this interpreter's load, as `Task.hash` per task (one
     JSON line on stdout)."""
     from vfcheck._episodes.offline import prepare_process_env
-    from vfcheck._episodes.runner import load_env, load_tasks
+    from vfcheck._episodes.runner import load_env
+    from vfcheck._episodes.task_loading import load_tasks
 
     options = spec["options"]  # `CheckOptions.as_dict()`: the option table is above checks
     prepare_process_env(options.get("paths") or [])

@@ -99,7 +99,8 @@ def task_hashes(tasks: list[Any]) -> list[str]:
 async def load(ctx: CheckContext, _: Any) -> Finding:
     """Load the env, its tasks and role tiers into `ctx` (only when the finding passes)."""
     from vfcheck._episodes.load_errors import EnvArgError, EnvLoadError, env_site
-    from vfcheck._episodes.runner import is_infinite, load_env, load_tasks
+    from vfcheck._episodes.runner import load_env
+    from vfcheck._episodes.task_loading import is_infinite, load_tasks
 
     attempts: list[str] = []
     infinite: list[str] = []  # the taskset's class name, when it yields tasks forever

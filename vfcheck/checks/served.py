@@ -31,14 +31,15 @@ from vfcheck.checks._lab import (
 )
 from vfcheck.checks._registry import check, family
 from vfcheck.checks._wire_changes import (
-    ABSENT,
     Change,
     config_changes,
     data_changes,
     describe,
     episode_verdict,
+    run_problem,
     served_errors,
     shown,
+    validation_problems,
 )
 
 family("served", order=140, summary="each task survives the wire to an env server, and a served "
@@ -48,34 +49,6 @@ WHY = "training serves the env; a task that does not survive the wire trains on 
 PLAYS = 2
 """Plays of a served run at most: a second one when the first's model requests were
 answered before its trace was bound to the task (`ServedPlay.unbound`)."""
-
-
-def validation_problems(error: Any, sent: dict[str, Any] | None) -> str:
-    """A pydantic ValidationError as `data.answer: Field required (sent: (absent))`."""
-    errors = getattr(error, "errors", None)
-    if not callable(errors):
-        return str(error)
-    parts = []
-    for e in errors():
-        loc = ".".join(str(p) for p in e.get("loc") or ())
-        value = (sent or {}).get(str((e.get("loc") or ("",))[0]), ABSENT) if loc else ABSENT
-        parts.append(f"data.{loc}: {e.get('msg')} (sent: "
-                     f"{value if value == ABSENT else shown(value)})" if loc
-                     else str(e.get("msg")))
-    return "; ".join(parts)
-
-
-def run_problem(reply: str, end_wait: float) -> str | None:
-    """What is wrong with how the server answered a cancelled run (None: the cancellation)."""
-    if reply == "cancelled":
-        return None
-    if reply == "episode":
-        return ("the rollout did not end on the cancel: the server went on and answered the run "
-                "with a finished episode instead of the cancellation")
-    if reply.startswith("error: "):
-        return ("the run was answered with an error instead of the cancellation: "
-                + reply.removeprefix("error: "))
-    return f"the rollout had not ended {end_wait:g}s after the cancel ({reply})"
 
 
 # -- the served env of a run, and each task through the wire
