@@ -164,11 +164,15 @@ def kill_pids(pids: Iterable[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def kill_with_descendants(pid: int) -> None:
+    """SIGKILL `pid` and everything below it. A process-group kill is not enough: verifiers
+    starts harness programs and tool servers in sessions of their own."""
+    kill_pids([*descendants(pid), pid])
+
+
 def kill_tree(proc: subprocess.Popen[Any], wait: float = KILL_WAIT) -> None:
-    """SIGKILL `proc` and everything below it, then reap it (bounded). A process-group kill
-    is not enough: verifiers starts harness programs and tool servers in sessions of their
-    own."""
-    kill_pids([*descendants(proc.pid), proc.pid])
+    """`kill_with_descendants` for `proc`, then reap it (bounded)."""
+    kill_with_descendants(proc.pid)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=wait)
 

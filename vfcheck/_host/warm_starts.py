@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from vfcheck._host.port_files import PORT_FILES
-from vfcheck._host.processes import descendants, is_subreaper, kill_pids, start_time
+from vfcheck._host.processes import is_subreaper, kill_with_descendants, start_time
 from vfcheck._host.tool_servers import PORT_FILE_VAR, watch
 from vfcheck._host.warm_plan import WarmRequest, plan
 from vfcheck._host.zygote import TITLE_ROOM
@@ -232,7 +232,7 @@ class WarmStarts:
                         try:
                             await until_serving(proc, Path(port_file))
                         except BaseException:  # cancelled: verifiers never got `proc` to stop
-                            kill_pids([*descendants(proc.pid), proc.pid])
+                            kill_with_descendants(proc.pid)
                             raise
                         if proc.returncode is None:  # one that exited never listened
                             self.add_seconds("warm", started)
