@@ -31,9 +31,10 @@ async def test_a_server_alive_and_idle_without_its_port_is_reported(
                 watch(proc, ["python", "-m", name],
                       {"env": {"MCP_PORT_FILE": str(tmp_path / name)}})
             await asyncio.sleep(4.0)
+            named = list(seen)  # before the kill below ends both (an exit is reported too)
     finally:
         for proc in (idle, busy):
             proc.kill()
             await proc.wait()
-    assert [(s.module, s.exit_code, s.silent_for) for s in seen] == [("vfc_idle", None, 1.5)]
-    assert seen[0].short() == "the tool server `python -m vfc_idle` ran 2 s idle without serving"
+    assert [(s.module, s.exit_code, s.silent_for) for s in named] == [("vfc_idle", None, 1.5)]
+    assert named[0].short() == "the tool server `python -m vfc_idle` ran 2 s idle without serving"
