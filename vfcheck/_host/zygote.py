@@ -98,10 +98,11 @@ def spawn(request: WarmRequest, fds: list[int], sock: socket.socket) -> int:
     if middle == 0:
         try:
             os.close(read)
+            me = os.getpid()  # not the child's getppid(): once this exits, that is the adopter's
             child = os.fork()
             if child == 0:
                 os.close(write)
-                become(request, fds, sock, os.getppid())
+                become(request, fds, sock, me)
             os.write(write, str(child).encode())
         finally:
             os._exit(0)
