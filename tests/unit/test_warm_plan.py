@@ -57,6 +57,25 @@ def test_anything_else_starts_cold_and_says_why(argv, kwargs, why):
     assert isinstance(decision, str) and decision.startswith(why)
 
 
+def test_another_venvs_python_starts_cold_though_it_links_to_this_one(tmp_path):
+    """A uv script's venv: its bin/python links to the same base interpreter as ours, but
+    its packages are its own, so a fork of the zygote (ours) would be another process."""
+    ours, theirs = tmp_path / "ours" / "bin", tmp_path / "theirs" / "bin"
+    for folder in (ours, theirs):
+        folder.mkdir(parents=True)
+        (folder / "python").symlink_to(PY)
+    (ours / "python3").symlink_to(PY)
+    mine = str(ours / "python")
+
+    def decided(program):
+        return plan([program, "-m", "x"], RUNTIME, executable=mine, zygote_env=ENV,
+                    environ=ENV, cwd="/")
+
+    assert decided(str(theirs / "python")) == "another program"
+    assert isinstance(decided(str(ours / "python3")), WarmRequest)
+    assert isinstance(decided(mine), WarmRequest)
+
+
 def test_no_env_given_means_this_process_environment():
     request = plan([PY, "-m", "x"], {"start_new_session": True}, executable=PY,
                    zygote_env=ENV, environ=ENV, cwd="/")

@@ -78,7 +78,7 @@ def plan(argv: Sequence[Any], kwargs: Mapping[str, Any], *, executable: str,
     if len(words) < 3 or any(w is None for w in words):
         return "not a python -m/-c command"
     program, flag, target, *args = [str(w) for w in words]
-    if program != executable and os.path.realpath(program) != os.path.realpath(executable):
+    if not same_interpreter(program, executable):
         return "another program"
     if flag not in ("-m", "-c"):
         return f"python {flag}, not -m/-c"
@@ -102,6 +102,18 @@ def plan(argv: Sequence[Any], kwargs: Mapping[str, Any], *, executable: str,
     if len(request.encode()) > MAX_REQUEST:
         return "a request too big for the zygote's socket"
     return request
+
+
+def same_interpreter(program: str, executable: str) -> bool:
+    """Whether `program` starts this Python with this Python's packages: the same file
+    (`python3` beside `python` counts), from the same folder. A virtual environment's
+    `bin/python` is a link to its base interpreter, so another venv's (a uv script's) has
+    the same real path and other packages: sys.prefix comes from where the link lies."""
+    if program == executable:
+        return True
+    return (os.path.dirname(os.path.abspath(program))
+            == os.path.dirname(os.path.abspath(executable))
+            and os.path.realpath(program) == os.path.realpath(executable))
 
 
 def exit_code(code: object) -> tuple[int, str | None]:
