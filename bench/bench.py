@@ -16,6 +16,8 @@ also put first on PATH so verifiers' harness programs find `uv`).
 from __future__ import annotations
 
 import argparse
+import compileall
+import contextlib
 import datetime as _dt
 import importlib.metadata as md
 import json
@@ -29,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,7 +49,13 @@ def version(dist: str) -> str:
 
 
 def child_env(**extra: str) -> dict[str, str]:
+    """This process's environment for a measured command, as on a user's machine: Python
+    caches bytecode. PYTHONDONTWRITEBYTECODE (set on some CI machines and sandboxes) is
+    dropped: with it every process compiles the editable checkout's modules from source,
+    and pytest re-rewrites the plugin's, while verifiers, installed from a wheel, has the
+    .pyc files pip wrote (about 1 s of a check, 1.5 s of a pytest run, on one side only)."""
     env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.update(extra)
@@ -61,6 +69,7 @@ class Sample:
     tail: str = ""
     load: float | None = None  # the 1-minute load average when the child started
     cpu: float | None = None  # user + system CPU seconds of the child and its waited children
+    rss: float | None = None  # peak resident memory of the child's process tree, MB
 
 
 @dataclass
@@ -88,28 +97,82 @@ class Side:
         return f"{len(bad)}/{len(self.samples)} runs {what}: {s.tail[-300:]!r}"
 
 
+def tree_rss(root: int) -> int:
+    """Resident bytes of `root` and every process below it now (read from /proc: stdlib)."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        parents[int(entry)] = int(fields[1])  # proc(5): ppid, then rss (pages) at 21
+        rss[int(entry)] = int(fields[21]) * page
+    below = {root}
+    grew = True
+    while grew:
+        grew = False
+        for pid, ppid in parents.items():
+            if ppid in below and pid not in below:
+                below.add(pid)
+                grew = True
+    return sum(rss.get(pid, 0) for pid in below)
+
+
+class PeakRss:
+    """The peak of `tree_rss(pid)`, sampled every 50 ms in a thread while the child runs."""
+
+    def __init__(self, pid: int) -> None:
+        import threading
+
+        self.pid, self.peak = pid, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, tree_rss(self.pid))
+            self._stop.wait(0.05)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak / 1e6
+
+
 def run(argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float) -> Sample:
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
+    p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
+                         errors="replace")
+    peak = PeakRss(p.pid)
     try:
-        p = subprocess.run(
-            argv,
-            env=env,
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            timeout=timeout,
-            text=True,
-            errors="replace",
-        )
-    except subprocess.TimeoutExpired as e:
-        out = e.output if isinstance(e.output, str) else (e.output or b"").decode(errors="replace")
-        return Sample(None, None, out[-2000:], load)
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+        peak.stop()
+        return Sample(None, None, (out or "")[-2000:], load)
+    seconds = time.perf_counter() - start
+    rss = peak.stop()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Sample(time.perf_counter() - start, p.returncode, p.stdout[-2000:], load, cpu)
+    return Sample(seconds, p.returncode, out[-2000:], load, cpu, rss)
+
+
+def as_rss(side: Side) -> Side:
+    """`side` with each sample's peak RSS (MB) in place of its seconds, for `Bench.row`."""
+    return Side(f"{side.label}, peak RSS", side.argv,
+                [Sample(x.rss if x.seconds is not None else None, x.rc, x.tail, x.load, x.cpu,
+                        x.rss) for x in side.samples], side.ok_rc)
 
 
 def cpu_ratio(a: Side, b: Side | None) -> str:
@@ -159,6 +222,21 @@ def _stop(srv: subprocess.Popen[str]) -> None:
         srv.wait(10)
     except subprocess.TimeoutExpired:
         srv.kill()
+
+
+@contextlib.contextmanager
+def mock_server(folder: Path) -> Iterator[str]:
+    """`vfcheck mock-server --port 0` in `folder` (its log there), stopped on exit; yields
+    the URL it printed ("" when it printed none: the caller notes the skip)."""
+    with open(folder / "mock-server.log", "w") as log:
+        srv = subprocess.Popen([str(BIN / "vfcheck"), "mock-server", "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=log, text=True, cwd=folder,
+                               env=child_env(), stdin=subprocess.DEVNULL)
+        try:
+            url = (srv.stdout.readline() if srv.stdout else "").strip()
+            yield url if url.startswith("http") else ""
+        finally:
+            _stop(srv)
 
 
 def starts_of(reports: list[Path]) -> str:
@@ -248,7 +326,7 @@ class Bench:
             if m is None:
                 return "n/a"
             if per is None:
-                return f"{m:.2f} s"
+                return f"{m:.0f} MB" if unit == "MB" else f"{m:.2f} s"
             # unit "…/s": a rate (count per second); else seconds per item
             return f"{per / m:.1f} {unit}" if unit.endswith("/s") else f"{m / per:.2f} {unit}"
 
@@ -567,21 +645,9 @@ class Bench:
         n, r, c = 3, 4, self.args.concurrency
         eps = n * r
         print(f"\n## 3. vfcheck run vs vf-eval on vfc-echo (-n {n} -r {r} -c {c})", flush=True)
-        d = self.fresh("mock")
-        log = open(d / "mock-server.log", "w")
-        srv = subprocess.Popen(
-            [str(BIN / "vfcheck"), "mock-server", "--port", "0"],
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-            cwd=d,
-            env=child_env(),
-            stdin=subprocess.DEVNULL,
-        )
-        try:
-            url = (srv.stdout.readline() if srv.stdout else "").strip()
-            if not url.startswith("http"):
-                self.notes.append(f"run vs eval skipped: mock-server printed {url!r}")
+        with mock_server(self.fresh("mock")) as url:
+            if not url:
+                self.notes.append("run vs eval skipped: mock-server printed no URL")
                 return
             print(f"  mock-server at {url}", flush=True)
             env = child_env(
@@ -686,9 +752,6 @@ class Bench:
                 per=float(eps),
                 unit="s/episode",
             )
-        finally:
-            _stop(srv)
-            log.close()
 
     # -- 5: tool envs ---------------------------------------------------------------------
     def tools(self, sdist: Path) -> None:
@@ -727,46 +790,78 @@ class Bench:
         eps = n * r
         print(f"\n## 5b. vfcheck run vs vf-eval on echo-tool-v1 (-n {n} -r {r} -c {c}), "
               "default tier and harness", flush=True)
-        d = self.fresh("tool-mock")
-        with open(d / "mock-server.log", "w") as log:
-            srv = subprocess.Popen(
-                [str(BIN / "vfcheck"), "mock-server", "--port", "0"], stdout=subprocess.PIPE,
-                stderr=log, text=True, cwd=d, env=child_env(), stdin=subprocess.DEVNULL)
-            try:
-                url = (srv.stdout.readline() if srv.stdout else "").strip()
-                if not url.startswith("http"):
-                    self.notes.append(f"tool run vs eval skipped: mock-server printed {url!r}")
-                    return
-                pythonpath = os.pathsep.join(
-                    [str(sdist), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
-                                   else [])])
-                env = child_env(VFCHECK_API_KEY="x", PYTHONPATH=pythonpath)
-                size = ["-n", str(n), "-r", str(r), "-c", str(c)]
+        with mock_server(self.fresh("tool-mock")) as url:
+            if not url:
+                self.notes.append("tool run vs eval skipped: mock-server printed no URL")
+                return
+            pythonpath = os.pathsep.join(
+                [str(sdist), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
+                               else [])])
+            env = child_env(VFCHECK_API_KEY="x", PYTHONPATH=pythonpath)
+            size = ["-n", str(n), "-r", str(r), "-c", str(c)]
 
-                def vfrun(rep: int) -> tuple[list[str], dict[str, str], Path]:
-                    # the scripted model in-process: with --base-url vfcheck assumes a real
-                    # model, which may call bash's built-ins, and keeps the env tier
-                    out = self.fresh("tool-run")
-                    return ([str(BIN / "vfcheck"), "run", "echo-tool-v1", "--path", str(sdist),
-                             *size, "-o", str(out / "episodes.jsonl")], env, out)
+            def vfrun(rep: int) -> tuple[list[str], dict[str, str], Path]:
+                # the scripted model in-process: with --base-url vfcheck assumes a real
+                # model, which may call bash's built-ins, and keeps the env tier
+                out = self.fresh("tool-run")
+                return ([str(BIN / "vfcheck"), "run", "echo-tool-v1", "--path", str(sdist),
+                         *size, "-o", str(out / "episodes.jsonl")], env, out)
 
-                def vfeval(rep: int) -> tuple[list[str], dict[str, str], Path]:
-                    out = self.fresh("tool-eval")
-                    return ([str(BIN / "vf-eval"), "echo-tool-v1", *size,
-                             "--env.agent.runtime.type", "subprocess", "--client.base-url", url,
-                             "--client.api-key-var", "VFCHECK_API_KEY", "--push", "false",
-                             "--model", "vfcheck-scripted", "-o", str(out)], env, out)
+            def vfeval(rep: int) -> tuple[list[str], dict[str, str], Path]:
+                out = self.fresh("tool-eval")
+                return ([str(BIN / "vf-eval"), "echo-tool-v1", *size,
+                         "--env.agent.runtime.type", "subprocess", "--client.base-url", url,
+                         "--client.api-key-var", "VFCHECK_API_KEY", "--push", "false",
+                         "--model", "vfcheck-scripted", "-o", str(out)], env, out)
 
-                a, b = self.measure([("vfcheck run (default tier)", vfrun),
-                                     ("vf-eval (default harness bash, subprocess)", vfeval)],
-                                    self.args.repeat)
-                said = [line for s in a.samples for line in s.tail.splitlines()
-                        if line.startswith("starts:")]
-                self.row(f"echo-tool-v1 {eps} episodes: vfcheck run / vf-eval, per episode",
-                         a, b, target="<= 0.3", per=float(eps), unit="s/episode",
-                         note=said[-1] if said else "")
-            finally:
-                _stop(srv)
+            a, b = self.measure([("vfcheck run (default tier)", vfrun),
+                                 ("vf-eval (default harness bash, subprocess)", vfeval)],
+                                self.args.repeat)
+            said = [line for s in a.samples for line in s.tail.splitlines()
+                    if line.startswith("starts:")]
+            self.row(f"echo-tool-v1 {eps} episodes: vfcheck run / vf-eval, per episode",
+                     a, b, target="<= 0.3", per=float(eps), unit="s/episode",
+                     note=said[-1] if said else "")
+
+    def endpoint_run_vs_eval(self, sdist: Path) -> None:
+        """Issue 33's endpoint target: both sides against the same real endpoint (`vfcheck
+        mock-server`), so vfcheck keeps the env tier (the env's own harness program)."""
+        with mock_server(self.fresh("endpoint-mock")) as url:
+            if not url:
+                self.notes.append("endpoint run vs eval skipped: mock-server printed no URL")
+                return
+            self._endpoint_run_vs_eval(sdist, url, child_env(
+                VFCHECK_API_KEY="x", PYTHONPATH=os.pathsep.join(
+                    [str(sdist), *filter(None, [os.environ.get("PYTHONPATH")])])))
+
+    def _endpoint_run_vs_eval(self, sdist: Path, url: str, env: dict[str, str]) -> None:
+        n, r, c = 2, 2, 4
+        eps = n * r
+        size = ["-n", str(n), "-r", str(r), "-c", str(c)]
+        print(f"\n## 5e. vfcheck run --base-url vs vf-eval on echo-tool-v1 ({' '.join(size)}), "
+              "one endpoint", flush=True)
+
+        def vfrun(rep: int) -> tuple[list[str], dict[str, str], Path]:
+            out = self.fresh("tool-run-endpoint")
+            return ([str(BIN / "vfcheck"), "run", "echo-tool-v1", "--path", str(sdist), *size,
+                     "--base-url", url, "--api-key-var", "VFCHECK_API_KEY",
+                     "-o", str(out / "episodes.jsonl")], env, out)
+
+        def vfeval(rep: int) -> tuple[list[str], dict[str, str], Path]:
+            out = self.fresh("tool-eval-endpoint")
+            return ([str(BIN / "vf-eval"), "echo-tool-v1", *size,
+                     "--env.agent.runtime.type", "subprocess", "--client.base-url", url,
+                     "--client.api-key-var", "VFCHECK_API_KEY", "--push", "false",
+                     "--model", "vfcheck-scripted", "-o", str(out)], env, out)
+
+        a, b = self.measure([("vfcheck run --base-url (env tier)", vfrun),
+                             ("vf-eval (default harness bash, subprocess)", vfeval)],
+                            self.args.repeat)
+        said = [line for s in a.samples for line in s.tail.splitlines()
+                if line.startswith("starts:")]
+        self.row(f"echo-tool-v1 {eps} episodes against one endpoint: vfcheck run / vf-eval, "
+                 "per episode", a, b, target="<= 0.5", per=float(eps), unit="s/episode",
+                 note=said[-1] if said else "")
 
     # -- 4 ---------------------------------------------------------------------------------
     def scaling(self) -> None:
@@ -847,6 +942,45 @@ class Bench:
             self.args.repeat,
         )
         self.row(f"pytest --vf-env vfc-many ({m} tasks): -n 2 / -n 0", a, b, target="(info)")
+
+    # -- 4t --------------------------------------------------------------------------------
+    def thousand(self) -> None:
+        """Issue 33's many-task target: a 1,000-task chat env's setup/gold/noop against
+        vf-validate on the same env, in time and in peak RSS of the whole process tree."""
+        k = 1000
+        print(f"\n## 4t. vfc-many, {k} tasks, setup/gold/noop: time and peak RSS", flush=True)
+        venv = child_env(PYTHONPATH=str(FIXTURES))
+
+        def validate(rep: int):
+            out = self.fresh("validate-thousand")
+            return ([str(BIN / "vf-validate"), "vfc-many", "--taskset.num-tasks", str(k),
+                     "--runtime.type", "subprocess", "-o", str(out)], venv, out)
+
+        chk = [str(BIN / "vfcheck"), "check", "vfc-many", "--path", str(FIXTURES),
+               "--env-arg", f"num_tasks={k}", "--checks", "setup,gold,noop"]
+        a, b = self.measure([("vfcheck check --checks setup,gold,noop",
+                              lambda r: (chk, child_env(), self.fresh("thousand"))),
+                             ("vf-validate", validate)], self.args.repeat)
+        self.row(f"vfc-many {k} tasks: vfcheck / vf-validate, time", a, b, target="<= 1.0")
+        self.row(f"vfc-many {k} tasks: vfcheck / vf-validate, peak RSS of the process tree",
+                 as_rss(a), as_rss(b), target="<= 1.5", unit="MB")
+
+    # -- 2p --------------------------------------------------------------------------------
+    def front_ends(self) -> None:
+        """Issue 33's front-end target: `pytest --vf-env ENV` against `vfcheck check ENV`,
+        the same env and the same (default) families, in one run."""
+        print("\n## 2p. pytest --vf-env vfc-echo vs vfcheck check vfc-echo", flush=True)
+        env = child_env()
+        chk = [str(BIN / "vfcheck"), "check", "vfc-echo", "--path", str(FIXTURES)]
+        test = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--vf-env", "vfc-echo",
+                f"--vf-path={FIXTURES}"]
+        a, b = self.measure([("pytest --vf-env", lambda r: (test, env, self.fresh("pytest"))),
+                             ("vfcheck check", lambda r: (chk, env, self.fresh("cli")))],
+                            self.args.repeat)
+        for side in (a, b):
+            side.ok_rc = (0, 1)  # the reward probes' exploits fail in a fresh folder
+        self.row("vfc-echo: pytest --vf-env / vfcheck check", a, b, target="<= 1.1",
+                 note=failed_note(b))
 
     # -- 4c --------------------------------------------------------------------------------
     HUGE_SCRIPT = '[[default.turn]]\nfault = "huge"\n'
@@ -1043,7 +1177,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--only",
-        default="idle,check,phases,probes,served,fuzz,scale,judge,run,scaling,huge,spread,tools",
+        default="idle,check,frontend,phases,probes,served,fuzz,scale,judge,run,scaling,thousand,"
+                "huge,spread,tools,endpoint",
         help="sections to run (comma-separated; default all)",
     )
     args = ap.parse_args(argv)
@@ -1066,15 +1201,19 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("uv", path=str(BIN)) is None:
         print(f"note: no uv in {BIN}; harness programs may fail", flush=True)
 
+    compileall.compile_dir(ROOT / "vfcheck", quiet=1)  # no sample pays the first compile
+    compileall.compile_dir(FIXTURES, quiet=1)
     b = Bench(args)
     try:
         if "idle" in only:
             b.idle()
-        sd = b.sdist_fixtures() if only & {"check", "tools"} else None
+        sd = b.sdist_fixtures() if only & {"check", "tools", "endpoint"} else None
         if "check" in only:
             b.check_vs_validate("vfc-echo", FIXTURES)
             if sd is not None:
                 b.check_vs_validate("echo-v1", sd)
+        if "frontend" in only:
+            b.front_ends()
         if "phases" in only:
             b.phases()
         if "probes" in only:
@@ -1091,12 +1230,16 @@ def main(argv: list[str] | None = None) -> int:
             b.run_vs_eval()
         if "scaling" in only:
             b.scaling()
+        if "thousand" in only:
+            b.thousand()
         if "huge" in only:
             b.huge()
         if "spread" in only:
             b.spread()
         if "tools" in only and sd is not None:
             b.tools(sd)
+        if "endpoint" in only and sd is not None:
+            b.endpoint_run_vs_eval(sd)
     except KeyboardInterrupt:
         b.notes.append("interrupted: partial results")
     finally:
