@@ -54,13 +54,13 @@ def golden_not_found(report: EnvReport, options: CheckOptions) -> str | None:
     where it should be: beside no pyproject.toml (vfcheck ran outside any project), or not
     the env's own project's, which holds traces for it. None for a healthy first run (in
     the project, nothing recorded yet) and for a golden folder the user named."""
-    from vfcheck._shared.env_ids import env_module_file
-    from vfcheck._traces.golden import env_folder
-
     golden = [f for f in report.findings if f.check == "golden"]
     if not golden or not options.golden_dir or options.golden_dir_from != "default" or any(
             (f.details.get("golden") or {}).get("action") != "missing" for f in golden):
         return None
+    from vfcheck._shared.env_ids import env_module_file
+    from vfcheck._traces.golden import env_folder  # syrupy: only when there is a warning
+
     folder = Path(options.golden_dir).resolve()
     looked = env_folder(folder, report.id)
     module = env_module_file(report.id, options.paths)
