@@ -25,7 +25,7 @@ def write_reports(reports: list[EnvReport], run: RunOptions, *, verifiers: str |
     data = json_report(reports, verifiers=verifiers, seed=seed, shard=shard, final=final,
                        interrupted=interrupted)
     if run.json:
-        write_json(Path(run.json), data)
+        write_json(Path(run.json), data, indent=final)
     if final and junit and run.junit_xml:
         write_junit(Path(run.junit_xml), reports, interrupted=interrupted)
     if final and run.html:

@@ -76,6 +76,7 @@ class CheckRun:
         self.finished = False
         self._written: tuple[float, int] = (0.0, -1)
         """When the JSON report was last written, with how many findings."""
+        self._checkpoint_every = self.CHECKPOINT_EVERY
         self._cleanup = contextlib.ExitStack()
 
     # -- what runs
@@ -162,14 +163,17 @@ class CheckRun:
         return [*reports, *self.others]
 
     CHECKPOINT_EVERY = 1.0
-    """Seconds between two writes of the JSON report while the run goes on."""
+    """Seconds between two writes of the JSON report while the run goes on, at least."""
+    CHECKPOINT_SHARE = 0.1
+    """At most this share of the front end's time goes to those writes: a big report waits
+    longer between two (`_checkpoint_every`)."""
 
     def checkpoint(self) -> None:
         """Write the JSON report of what was found so far, when there is more than last
         time (at most once a `CHECKPOINT_EVERY`): even a front end killed outright
         (SIGKILL, out of memory) leaves its findings behind. A signal meanwhile waits for
         the write, then interrupts as it would have."""
-        if not self.run.json or time.monotonic() - self._written[0] < self.CHECKPOINT_EVERY:
+        if not self.run.json or time.monotonic() - self._written[0] < self._checkpoint_every:
             return
         with deferred_interrupts() as arrived:
             reports = self.reports()
@@ -201,9 +205,12 @@ class CheckRun:
         step summary too."""
         from vfcheck._frontends.report_files import write_reports
 
+        started = time.monotonic()
         write_reports(reports, self.run, verifiers=verifiers_version(),
                       seed=self.options.played_seed, interrupted=signal_name(self.interrupt),
                       final=final, junit=self.front == "cli")  # pytest writes its own
+        took = time.monotonic() - started
+        self._checkpoint_every = max(self.CHECKPOINT_EVERY, took / self.CHECKPOINT_SHARE)
         self._written = (time.monotonic(), sum(len(report.findings) for report in reports))
 
     def exit_code(self, reports: list[EnvReport]) -> int:
