@@ -258,6 +258,13 @@ def starts_of(reports: list[Path]) -> str:
     return ""
 
 
+def starts_said(side: Side) -> str:
+    """The last `starts:` line `vfcheck run` printed in `side`'s samples ("" if none)."""
+    said = [line for s in side.samples for line in s.tail.splitlines()
+            if line.startswith("starts:")]
+    return said[-1] if said else ""
+
+
 def tasks_passing(reports: list[Path], indices: tuple[int, ...]) -> str:
     """Whether every finding on tasks `indices` passed (or was skipped) in each report."""
     said = []
@@ -807,21 +814,23 @@ class Bench:
                 return ([str(BIN / "vfcheck"), "run", "echo-tool-v1", "--path", str(sdist),
                          *size, "-o", str(out / "episodes.jsonl")], env, out)
 
-            def vfeval(rep: int) -> tuple[list[str], dict[str, str], Path]:
-                out = self.fresh("tool-eval")
-                return ([str(BIN / "vf-eval"), "echo-tool-v1", *size,
-                         "--env.agent.runtime.type", "subprocess", "--client.base-url", url,
-                         "--client.api-key-var", "VFCHECK_API_KEY", "--push", "false",
-                         "--model", "vfcheck-scripted", "-o", str(out)], env, out)
-
             a, b = self.measure([("vfcheck run (default tier)", vfrun),
-                                 ("vf-eval (default harness bash, subprocess)", vfeval)],
-                                self.args.repeat)
-            said = [line for s in a.samples for line in s.tail.splitlines()
-                    if line.startswith("starts:")]
+                                 ("vf-eval (default harness bash, subprocess)",
+                                  self.tool_eval(size, url, env))], self.args.repeat)
             self.row(f"echo-tool-v1 {eps} episodes: vfcheck run / vf-eval, per episode",
                      a, b, target="<= 0.3", per=float(eps), unit="s/episode",
-                     note=said[-1] if said else "")
+                     note=starts_said(a))
+
+    def tool_eval(self, size: list[str], url: str, env: dict[str, str]
+                  ) -> Callable[[int], tuple[list[str], dict[str, str], Path]]:
+        """The vf-eval side on echo-tool-v1 against the endpoint `url` (5b, 5e)."""
+        def vfeval(rep: int) -> tuple[list[str], dict[str, str], Path]:
+            out = self.fresh("tool-eval")
+            return ([str(BIN / "vf-eval"), "echo-tool-v1", *size,
+                     "--env.agent.runtime.type", "subprocess", "--client.base-url", url,
+                     "--client.api-key-var", "VFCHECK_API_KEY", "--push", "false",
+                     "--model", "vfcheck-scripted", "-o", str(out)], env, out)
+        return vfeval
 
     def endpoint_run_vs_eval(self, sdist: Path) -> None:
         """Issue 33's endpoint target: both sides against the same real endpoint (`vfcheck
@@ -847,21 +856,12 @@ class Bench:
                      "--base-url", url, "--api-key-var", "VFCHECK_API_KEY",
                      "-o", str(out / "episodes.jsonl")], env, out)
 
-        def vfeval(rep: int) -> tuple[list[str], dict[str, str], Path]:
-            out = self.fresh("tool-eval-endpoint")
-            return ([str(BIN / "vf-eval"), "echo-tool-v1", *size,
-                     "--env.agent.runtime.type", "subprocess", "--client.base-url", url,
-                     "--client.api-key-var", "VFCHECK_API_KEY", "--push", "false",
-                     "--model", "vfcheck-scripted", "-o", str(out)], env, out)
-
         a, b = self.measure([("vfcheck run --base-url (env tier)", vfrun),
-                             ("vf-eval (default harness bash, subprocess)", vfeval)],
-                            self.args.repeat)
-        said = [line for s in a.samples for line in s.tail.splitlines()
-                if line.startswith("starts:")]
+                             ("vf-eval (default harness bash, subprocess)",
+                              self.tool_eval(size, url, env))], self.args.repeat)
         self.row(f"echo-tool-v1 {eps} episodes against one endpoint: vfcheck run / vf-eval, "
                  "per episode", a, b, target="<= 0.5", per=float(eps), unit="s/episode",
-                 note=said[-1] if said else "")
+                 note=starts_said(a))
 
     # -- 4 ---------------------------------------------------------------------------------
     def scaling(self) -> None:
