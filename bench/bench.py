@@ -265,6 +265,13 @@ def starts_said(side: Side) -> str:
     return said[-1] if said else ""
 
 
+def endpoint_env(sdist: Path) -> dict[str, str]:
+    """A child's environment for echo-tool-v1 against `vfcheck mock-server`: the sdist
+    fixtures first on PYTHONPATH, the key variable both sides name."""
+    return child_env(VFCHECK_API_KEY="x", PYTHONPATH=os.pathsep.join(
+        [str(sdist), *filter(None, [os.environ.get("PYTHONPATH")])]))
+
+
 def tasks_passing(reports: list[Path], indices: tuple[int, ...]) -> str:
     """Whether every finding on tasks `indices` passed (or was skipped) in each report."""
     said = []
@@ -801,10 +808,7 @@ class Bench:
             if not url:
                 self.notes.append("tool run vs eval skipped: mock-server printed no URL")
                 return
-            pythonpath = os.pathsep.join(
-                [str(sdist), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
-                               else [])])
-            env = child_env(VFCHECK_API_KEY="x", PYTHONPATH=pythonpath)
+            env = endpoint_env(sdist)
             size = ["-n", str(n), "-r", str(r), "-c", str(c)]
 
             def vfrun(rep: int) -> tuple[list[str], dict[str, str], Path]:
@@ -839,9 +843,7 @@ class Bench:
             if not url:
                 self.notes.append("endpoint run vs eval skipped: mock-server printed no URL")
                 return
-            self._endpoint_run_vs_eval(sdist, url, child_env(
-                VFCHECK_API_KEY="x", PYTHONPATH=os.pathsep.join(
-                    [str(sdist), *filter(None, [os.environ.get("PYTHONPATH")])])))
+            self._endpoint_run_vs_eval(sdist, url, endpoint_env(sdist))
 
     def _endpoint_run_vs_eval(self, sdist: Path, url: str, env: dict[str, str]) -> None:
         n, r, c = 2, 2, 4

@@ -109,8 +109,6 @@ def same_interpreter(program: str, executable: str) -> bool:
     (`python3` beside `python` counts), from the same folder. A virtual environment's
     `bin/python` is a link to its base interpreter, so another venv's (a uv script's) has
     the same real path and other packages: sys.prefix comes from where the link lies."""
-    if program == executable:
-        return True
     return (os.path.dirname(os.path.abspath(program))
             == os.path.dirname(os.path.abspath(executable))
             and os.path.realpath(program) == os.path.realpath(executable))
