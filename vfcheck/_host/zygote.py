@@ -44,6 +44,11 @@ PRELOAD = (
     "verifiers", "verifiers.v1", "verifiers.v1.mcp.server", "verifiers.v1.mcp.toolset",
     "uvicorn", "mcp.server.mcpserver", "mcp.server.transport_security", "httpx",
     "urllib.request", "runpy",
+    # what each tool server imported after the fork, once serving (verifiers 0.4.0): httpx's
+    # transport (its first AsyncClient), anyio's asyncio backend, uvicorn's protocols
+    "httpcore", "anyio._backends._asyncio", "uvicorn.lifespan.on",
+    "uvicorn.protocols.http.auto", "uvicorn.protocols.http.h11_impl",
+    "uvicorn.protocols.websockets.auto", "rich.logging",
 )
 """What a tool server imports before it serves (`verifiers/v1/mcp/server.py`'s `_serve`),
 and the probe verifiers runs next to it. Never env code: its import runs in each child."""
