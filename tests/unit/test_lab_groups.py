@@ -24,7 +24,8 @@ class StandIn:
         await asyncio.sleep(0.05)
         self.in_flight -= 1
         return SimpleNamespace(unfinished=False, dead_tool_server=None, runner_error=None,
-                               task=task.name)
+                               task=task.name, traces=[], episode=None,
+                               errors=lambda *_: [])
 
 
 def task(name: str, index: int = 0) -> Any:

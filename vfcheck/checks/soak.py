@@ -126,7 +126,7 @@ async def played_at_once(lab: EpisodeLab, task: Any, count: int) -> str | None:
     they cannot (a tool server that never serves, the runner's deadline: `episode` reports
     the cause). A stretch ends when all its episodes have: the snapshot after it sees none
     in flight."""
-    results = await asyncio.gather(*(lab.play(task) for _ in range(count)))
+    results = await asyncio.gather(*(lab.play(task, fresh=True) for _ in range(count)))
     model = lab.runner.model
     for result in results:
         if model is not None and result.scope is not None:
