@@ -97,11 +97,11 @@ class Side:
         return f"{len(bad)}/{len(self.samples)} runs {what}: {s.tail[-300:]!r}"
 
 
-def tree_rss(root: int) -> int:
-    """Resident bytes of `root` and every process below it now (read from /proc: stdlib)."""
-    parents: dict[int, int] = {}
-    rss: dict[int, int] = {}
-    page = os.sysconf("SC_PAGE_SIZE")
+def proc_table() -> dict[int, tuple[int, int, float]]:
+    """Every process now: pid -> (parent pid, resident bytes, CPU seconds it used so far),
+    read from /proc (stdlib)."""
+    table: dict[int, tuple[int, int, float]] = {}
+    page, tick = os.sysconf("SC_PAGE_SIZE"), os.sysconf("SC_CLK_TCK")
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -110,18 +110,29 @@ def tree_rss(root: int) -> int:
                 stat = f.read()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        parents[int(entry)] = int(fields[1])  # proc(5): ppid, then rss (pages) at 21
-        rss[int(entry)] = int(fields[21]) * page
-    below = {root}
+        fields = stat[stat.rindex(")") + 2:].split()  # proc(5), from field 3 (state) on
+        table[int(entry)] = (int(fields[1]), int(fields[21]) * page,
+                             (int(fields[11]) + int(fields[12])) / tick)  # utime + stime
+    return table
+
+
+def below(root: int, table: dict[int, tuple[int, int, float]]) -> set[int]:
+    """`root` and every process below it in `table`."""
+    found = {root}
     grew = True
     while grew:
         grew = False
-        for pid, ppid in parents.items():
-            if ppid in below and pid not in below:
-                below.add(pid)
+        for pid, (ppid, _, _) in table.items():
+            if ppid in found and pid not in found:
+                found.add(pid)
                 grew = True
-    return sum(rss.get(pid, 0) for pid in below)
+    return found
+
+
+def tree_rss(root: int) -> int:
+    """Resident bytes of `root` and every process below it now."""
+    table = proc_table()
+    return sum(table[pid][1] for pid in below(root, table) if pid in table)
 
 
 class PeakRss:

@@ -17,6 +17,10 @@ Phases (seconds on the critical path, which add up to the wall clock):
   end minus plan, show which one holds the path);
 - reports: `done` to the command's exit (the supervisor's end, the reports, the exit).
 
+And the CPU each kind of process used (`CpuByKind`): the front end, the check worker,
+`determinism.load`'s second load, the zygote, the tool servers and probes it forks, harness
+programs: where both cores go, which the critical path alone does not say.
+
 Stdlib only, as bench/bench.py; it prints a markdown table and never asserts.
 """
 
@@ -33,7 +37,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import BIN, FIXTURES, PY, ROOT, child_env
+from bench import BIN, FIXTURES, PY, ROOT, below, child_env, proc_table
 
 PHASES = ("front end", "worker imports", "load", "checks", "reports")
 AFTER = ("hygiene",)
@@ -50,19 +54,93 @@ def fixtures_path() -> Path | None:
     return Path(lines[-1]) if p.returncode == 0 and lines else None
 
 
-def timed(argv: list[str], *, cwd: Path, env: dict[str, str]) -> tuple[float, float, int]:
+KINDS = ("front end", "worker", "second load", "zygote", "tool servers, probes",
+         "harness programs", "other")
+"""Who used the CPU, by command line (`kind_of`)."""
+
+
+def kind_of(cmdline: str, is_root: bool) -> str:
+    """The kind of a process of a `vfcheck check`'s tree, from its command line: the second
+    load is `determinism.load`'s fresh interpreter (`worker --hashes`), the zygote's forks
+    carry the title of what they run (`python -m <toolset module>`, `python -c ...`)."""
+    if is_root:
+        return "front end"
+    if "vfcheck._isolation.worker" in cmdline:
+        return "second load" if "--hashes" in cmdline else "worker"
+    if "vfcheck._host.zygote" in cmdline:
+        return "zygote"
+    if cmdline.startswith(("uv ", "uvx ")) or "/uv " in cmdline or "environments-v2" in cmdline:
+        return "harness programs"
+    if " -m " in f" {cmdline} " or " -c " in f" {cmdline} ":
+        return "tool servers, probes"
+    return "other"
+
+
+class CpuByKind:
+    """The CPU seconds each kind of process below `root` used (`KINDS`), from /proc every
+    50 ms while it runs: each process's last reading, so one that lived under 50 ms, or
+    used CPU in its last 50 ms, counts for less than it used; `unseen` is the rest of the
+    tree's total (its children's rusage)."""
+
+    def __init__(self, root: int) -> None:
+        import threading
+
+        self.root = root
+        self.last: dict[int, tuple[str, float]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            table = proc_table()
+            for pid in below(self.root, table):
+                if pid not in table:
+                    continue
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                except OSError:
+                    continue
+                kind = kind_of(cmdline, pid == self.root) if cmdline else \
+                    self.last.get(pid, ("other", 0.0))[0]
+                self.last[pid] = (kind, table[pid][2])
+            self._stop.wait(0.05)
+
+    def stop(self, total: float) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        kinds = dict.fromkeys(KINDS, 0.0)
+        for kind, cpu in self.last.values():
+            kinds[kind] += cpu
+        kinds["unseen"] = max(0.0, total - sum(kinds.values()))
+        return {k: round(v, 2) for k, v in kinds.items()}
+
+
+def timed(argv: list[str], *, cwd: Path, env: dict[str, str]
+          ) -> tuple[float, float, int, dict[str, float]]:
+    """Start, end, exit code, and CPU seconds by kind of process (`CpuByKind`)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.time()
-    rc = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL, timeout=900).returncode
-    return start, time.time(), rc
+    p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    cpu = CpuByKind(p.pid)
+    rc = p.wait(timeout=900)
+    end = time.time()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return start, end, rc, cpu.stop(total)
 
 
 def profile_check(env_id: str, path: Path) -> dict[str, object]:
     """One `vfcheck check`: its phases and each family's span after the load."""
     with tempfile.TemporaryDirectory(prefix="vfcheck-profile-") as tmp:
         report = Path(tmp) / "report.json"
-        start, end, rc = timed([str(BIN / "vfcheck"), "check", env_id, "--path", str(path),
-                                "--json", str(report)], cwd=Path(tmp), env=child_env())
+        start, end, rc, cpu = timed([str(BIN / "vfcheck"), "check", env_id, "--path",
+                                     str(path), "--json", str(report)], cwd=Path(tmp),
+                                    env=child_env())
         env = json.loads(report.read_text())["envs"][0]
     events = env["timeline"]["events"]
     spawned, hello = events["spawned"], events["hello"]
@@ -75,14 +153,14 @@ def profile_check(env_id: str, path: Path) -> dict[str, object]:
         span = spans[family]
         span[0], span[1] = min(span[0], began - plan), max(span[1], ended - plan)
         span[2] += ended - began
-    return {"wall": end - start, "rc": rc, "phases": phases,
+    return {"wall": end - start, "rc": rc, "phases": phases, "cpu": cpu,
             "families": {f: (round(s[0], 3), round(s[1], 3), round(s[2], 3))
                          for f, s in spans.items() if f != "load"}}
 
 
 def wall(argv: list[str], env: dict[str, str]) -> float:
     with tempfile.TemporaryDirectory(prefix="vfcheck-profile-") as tmp:
-        start, end, _ = timed(argv, cwd=Path(tmp), env=env)
+        start, end, _, _ = timed(argv, cwd=Path(tmp), env=env)
     return end - start
 
 
@@ -132,6 +210,16 @@ def table(rows: dict[str, dict[str, object]], floor: list[float], load: str) -> 
         out.append(f"| {env_id} | {wall_s:.2f} s | {validate:.2f} s | {wall_s / validate:.2f}x | "
                    + " | ".join(f"{p:.2f}" for p in phases) + " | "
                    + ", ".join(f"{f} (+{s[1]:.2f} s)" for f, s in held)
+                   + " |")
+    kinds = [*KINDS, "unseen"]
+    out += ["", "CPU seconds by process (medians; `unseen`: used by processes the 50 ms "
+            "samples missed, or after their last sample):", "",
+            "| env | total | " + " | ".join(kinds) + " |", "|---|---|" + "---|" * len(kinds)]
+    for env_id, row in rows.items():
+        runs = row["runs"]  # type: ignore[assignment]
+        by_kind = [med(r["cpu"][k] for r in runs) for k in kinds]
+        total = med(sum(r["cpu"].values()) for r in runs)
+        out.append(f"| {env_id} | {total:.2f} | " + " | ".join(f"{c:.2f}" for c in by_kind)
                    + " |")
     return "\n".join(out)
 
