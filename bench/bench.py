@@ -129,31 +129,42 @@ def below(root: int, table: dict[int, tuple[int, int, float]]) -> set[int]:
     return found
 
 
-def tree_rss(root: int) -> int:
-    """Resident bytes of `root` and every process below it now."""
-    table = proc_table()
-    return sum(table[pid][1] for pid in below(root, table) if pid in table)
+class TreeSampler:
+    """Reads /proc for the processes below `root` every 50 ms, in a thread, until `halt`:
+    a subclass says what it keeps of each reading (`take`)."""
 
-
-class PeakRss:
-    """The peak of `tree_rss(pid)`, sampled every 50 ms in a thread while the child runs."""
-
-    def __init__(self, pid: int) -> None:
+    def __init__(self, root: int) -> None:
         import threading
 
-        self.pid, self.peak = pid, 0
+        self.root = root
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
 
     def _sample(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, tree_rss(self.pid))
+            table = proc_table()
+            self.take(table, [pid for pid in below(self.root, table) if pid in table])
             self._stop.wait(0.05)
 
-    def stop(self) -> float:
+    def take(self, table: dict[int, tuple[int, int, float]], pids: list[int]) -> None:
+        raise NotImplementedError
+
+    def halt(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+class PeakRss(TreeSampler):
+    """The peak resident bytes of `root`'s process tree while the child runs."""
+
+    peak = 0
+
+    def take(self, table: dict[int, tuple[int, int, float]], pids: list[int]) -> None:
+        self.peak = max(self.peak, sum(table[pid][1] for pid in pids))
+
+    def stop(self) -> float:
+        self.halt()
         return self.peak / 1e6
 
 

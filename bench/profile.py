@@ -37,7 +37,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import BIN, FIXTURES, PY, ROOT, below, child_env, proc_table
+from bench import BIN, FIXTURES, PY, ROOT, TreeSampler, child_env
 
 PHASES = ("front end", "worker imports", "load", "checks", "reports")
 AFTER = ("hygiene",)
@@ -76,40 +76,29 @@ def kind_of(cmdline: str, is_root: bool) -> str:
     return "other"
 
 
-class CpuByKind:
+class CpuByKind(TreeSampler):
     """The CPU seconds each kind of process below `root` used (`KINDS`), from /proc every
     50 ms while it runs: each process's last reading, so one that lived under 50 ms, or
     used CPU in its last 50 ms, counts for less than it used; `unseen` is the rest of the
     tree's total (its children's rusage)."""
 
     def __init__(self, root: int) -> None:
-        import threading
-
-        self.root = root
         self.last: dict[int, tuple[str, float]] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
+        super().__init__(root)
 
-    def _sample(self) -> None:
-        while not self._stop.is_set():
-            table = proc_table()
-            for pid in below(self.root, table):
-                if pid not in table:
-                    continue
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-                except OSError:
-                    continue
-                kind = kind_of(cmdline, pid == self.root) if cmdline else \
-                    self.last.get(pid, ("other", 0.0))[0]
-                self.last[pid] = (kind, table[pid][2])
-            self._stop.wait(0.05)
+    def take(self, table: dict[int, tuple[int, int, float]], pids: list[int]) -> None:
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            except OSError:
+                continue
+            kind = kind_of(cmdline, pid == self.root) if cmdline else \
+                self.last.get(pid, ("other", 0.0))[0]
+            self.last[pid] = (kind, table[pid][2])
 
     def stop(self, total: float) -> dict[str, float]:
-        self._stop.set()
-        self._thread.join()
+        self.halt()
         kinds = dict.fromkeys(KINDS, 0.0)
         for kind, cpu in self.last.values():
             kinds[kind] += cpu

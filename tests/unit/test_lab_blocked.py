@@ -1,7 +1,7 @@
 """A task whose plays end before their first model request (a harness that cannot reach a
 remote toolset offline: ~20 s a play) is played until two plays on a runner ended so for the
-same reason; its later plays on that runner get the first of them (`EpisodeLab.
-blocked_play`). On a stand-in runner: no verifiers, no episode."""
+same reason; its later plays on that runner get the first of them
+(`vfcheck.checks._blocked_plays`). On a stand-in runner: no verifiers, no episode."""
 
 from __future__ import annotations
 
@@ -9,9 +9,24 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from vfcheck.checks._lab import BLOCKED_ALIKE, EpisodeLab
+from vfcheck._model.core import ScriptedModelCore
+from vfcheck.checks._blocked_plays import ALIKE as BLOCKED_ALIKE
+from vfcheck.checks._lab import EpisodeLab
 
 REFUSED = "HarnessError: harness 'vfcheck-chat' exited 1: ... connected to b'mcp.example':443"
+
+
+class Log:
+    """The scripted model's request log, as `ScriptedModelCore.requests_of` reads it."""
+
+    def __init__(self) -> None:
+        self.records: list[Any] = []
+
+    @property
+    def requests(self) -> list[Any]:
+        return list(self.records)
+
+    requests_of = ScriptedModelCore.requests_of
 
 
 class Blocked:
@@ -20,7 +35,7 @@ class Blocked:
     def __init__(self, *errors: str | None, requests: int = 0) -> None:
         self.errors = list(errors)
         self.played = 0
-        self.model = SimpleNamespace(requests=[])
+        self.model = Log()
         self.requests = requests
 
     async def play(self, task: Any, *, timeout: float, on_trace: Any) -> Any:
@@ -29,7 +44,7 @@ class Blocked:
         trace = SimpleNamespace(id=f"trace-{self.played}", calls=[] if error else [object()],
                                 pending=0, errors=[])
         for _ in range(self.requests):  # a judge the scoring asked, in this play
-            self.model.requests.append(SimpleNamespace(request=SimpleNamespace(
+            self.model.records.append(SimpleNamespace(request=SimpleNamespace(
                 session_id=trace.id, episode=None)))
         await asyncio.sleep(0.01)
         return SimpleNamespace(unfinished=False, dead_tool_server=None, runner_error=None,

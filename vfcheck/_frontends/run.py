@@ -209,9 +209,10 @@ class CheckRun:
         write_reports(reports, self.run, verifiers=verifiers_version(),
                       seed=self.options.played_seed, interrupted=signal_name(self.interrupt),
                       final=final, junit=self.front == "cli")  # pytest writes its own
-        took = time.monotonic() - started
-        self._checkpoint_every = max(self.CHECKPOINT_EVERY, took / self.CHECKPOINT_SHARE)
-        self._written = (time.monotonic(), sum(len(report.findings) for report in reports))
+        now = time.monotonic()
+        self._checkpoint_every = max(self.CHECKPOINT_EVERY,
+                                     (now - started) / self.CHECKPOINT_SHARE)
+        self._written = (now, sum(len(report.findings) for report in reports))
 
     def exit_code(self, reports: list[EnvReport]) -> int:
         if self.interrupt is not None:

@@ -99,6 +99,12 @@ class ScriptedModelCore:
         with self._lock:
             return list(self._records)
 
+    def requests_of(self, session_ids: Iterable[str]) -> list[RequestRecord]:
+        """The requests of these sessions (trace ids): their own, and their episode's
+        (a judge call names the episode, not the trace)."""
+        ids = set(session_ids)
+        return [r for r in self.requests if _of_sessions(r, ids)]
+
     @property
     def judge_calls(self) -> list[RequestRecord]:
         """The judge calls among `requests` (`request.kind == "judge"`), in arrival order."""
@@ -134,8 +140,7 @@ class ScriptedModelCore:
                 episode = self._episodes.pop(session_id, None)
                 if episode is not None:
                     self._turns.pop(episode, None)
-            self._records = [r for r in self._records if r.request.session_id not in ids and not (
-                r.request.episode is not None and ids & set(r.request.episode.trace_ids))]
+            self._records = [r for r in self._records if not _of_sessions(r, ids)]
 
     def reset(self) -> None:
         """Forget the request log and the per-session turn counts (bindings stay)."""
@@ -262,3 +267,10 @@ async def hang_forever() -> NoReturn:
     """A `Fault.HANG`: wait on a future nobody resolves, so only cancellation ends it."""
     await asyncio.get_running_loop().create_future()
     raise AssertionError("unreachable: the future above is never resolved")
+
+
+def _of_sessions(record: RequestRecord, ids: set[str]) -> bool:
+    """Whether `record` is a request of one of the sessions `ids`."""
+    episode = record.request.episode
+    return record.request.session_id in ids or (
+        episode is not None and bool(ids & set(episode.trace_ids)))

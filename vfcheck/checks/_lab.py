@@ -14,7 +14,7 @@ is in flight (`alone_plays`, memoised by name: the `concurrency` family and the 
 second look share them).
 
 A play that ends before its first model request asks nothing of its policy: once two of a
-task's did so alike, its later plays get the first (`EpisodeLab.blocked_play`).
+task's did so alike, its later plays get the first (`vfcheck.checks._blocked_plays`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from vfcheck._host.attempts import deadline_hit
 from vfcheck._host.crash_site import located_error
 from vfcheck._host.floor import FLOOR
 from vfcheck._host.queue_clock import QUEUE_CLOCK
+from vfcheck.checks._blocked_plays import BlockedPlays
 
 if TYPE_CHECKING:
     from vfcheck.checks._context import CheckContext
@@ -64,10 +65,6 @@ FAST_EPISODES_AT_ONCE = 16
 """The same when every role plays on the fast tier: in-process episodes cost ~0.07 s of CPU
 each and spend most of their time waiting (the harness's retry backoff after a fault, the
 agent timeout), so a narrow gate would only queue the waits."""
-BLOCKED_ALIKE = 2
-"""Plays of a task that must end before their first model request, for the same reason, and
-no play of it otherwise, before the lab answers its later plays with the first of them
-(`EpisodeLab.blocked_play`)."""
 
 
 @dataclass
@@ -215,22 +212,19 @@ class EpisodeLab:
         self.dead_servers: dict[int, Any] = {}
         """Per task, a tool server of its that exited unserved (`DeadToolServer`): its later
         plays are not played (each would start the same server)."""
-        self._blocked: dict[tuple[int, int], list[Any]] = {}
-        """Per task and runner, its plays that ended before their first model request."""
-        self._unblocked: set[tuple[int, int]] = set()
-        """Per task and runner: a play that did not (or for another reason, or made a
-        request). Runners differ: the hang's short agent timeout ends its plays first."""
+        self.blocked = BlockedPlays(blocked_before_model)
+        """The plays that ended before the model, which answer the task's later ones."""
 
     async def play(self, task: Any, policy: Callable[[Any], Any] | None = None,
                    runner: Any = None, *, fresh: bool = False) -> Any:
         """One episode of `task` under `policy` (None: the run's script) on `runner` (the
         main one). `fresh`: played even when the task's plays end before the model
-        (`blocked_play`): `soak` measures what each episode leaves, and those run env code
-        too."""
+        (`vfcheck.checks._blocked_plays`): `soak` measures what each episode leaves, and
+        those run env code too."""
         runner = runner or self.runner
         if (blocked := self.not_served(task)) is not None:
             return blocked
-        if not fresh and (same := self.blocked_play(task, runner)) is not None:
+        if not fresh and (same := self.blocked.answer(task.data.idx, runner)) is not None:
             return same
         async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared(), line=self._line):
             return await self._played(task, policy, runner, fresh=fresh)
@@ -245,48 +239,14 @@ class EpisodeLab:
 
         if (blocked := self.not_served(task)) is not None:
             return blocked
-        if not fresh and (same := self.blocked_play(task, runner)) is not None:
+        if not fresh and (same := self.blocked.answer(task.data.idx, runner)) is not None:
             return same
         result = noted(await runner.play(task, timeout=self.timeout, on_trace=assign))
         self.played += 1
         if result.dead_tool_server is not None:
             self.dead_servers.setdefault(task.data.idx, result.dead_tool_server)
-        self._note_blocked(task, runner, result)
+        self.blocked.note(task.data.idx, runner, result, getattr(self.runner, "model", None))
         return result
-
-    def blocked_play(self, task: Any, runner: Any) -> Any:
-        """An earlier play of `task` on `runner` that ended before its first model request,
-        once `BLOCKED_ALIKE` of them did so for the same reason and none of the task's plays
-        otherwise: the policy never came into play (no request was made), so a later play
-        would end the same way. A harness that cannot reach a remote toolset offline retries
-        it for ~20 s in each play (deepwiki); `episode` reports the cause, and the checks
-        that judge replies skip as blocked, as they did when each play ended so."""
-        key = (task.data.idx, id(runner))
-        seen = self._blocked.get(key, [])
-        if key in self._unblocked or len(seen) < BLOCKED_ALIKE:
-            return None
-        return seen[0]
-
-    def _note_blocked(self, task: Any, runner: Any, result: Any) -> None:
-        key = (task.data.idx, id(runner))
-        reason = blocked_before_model(result)
-        seen = self._blocked.setdefault(key, [])
-        if reason is None or self._made_requests(result) or (
-                seen and blocked_before_model(seen[0]) != reason):
-            self._unblocked.add(key)
-        else:
-            seen.append(result)
-
-    def _made_requests(self, result: Any) -> bool:
-        """Whether the scripted model answered any request of `result`'s traces (a judge's
-        too: its verdict is the policy's)."""
-        model = getattr(self.runner, "model", None)
-        if model is None:
-            return True  # nothing to tell by: never reused
-        ids = {t.id for t in result.traces}
-        return any(r.request.session_id in ids or (
-            r.request.episode is not None and ids & set(r.request.episode.trace_ids))
-            for r in model.requests)
 
     @contextlib.asynccontextmanager
     async def holding(self, slots: int) -> AsyncIterator[None]:
@@ -366,9 +326,7 @@ class EpisodeLab:
         (`vfcheck._host.attempts`) and play anew."""
         self._plays.pop(index, None)
         self._second_plays.pop(index, None)
-        for blocked in [k for k in self._blocked if k[0] == index]:
-            del self._blocked[blocked]
-            self._unblocked.discard(blocked)
+        self.blocked.forget(index)
         for key in [k for k in self._alone if k[0] == index and self._alone[k].done()]:
             del self._alone[key]
 

@@ -271,10 +271,7 @@ class ProbeLab:
         from vfcheck._model.judges import label_source
 
         labels = self.judge_labels(task)
-        trace_ids = {t.id for t in result.traces}
-        mine = [r for r in self.lab.runner.model.requests
-                if (r.request.session_id in trace_ids)
-                or (r.request.episode is not None and trace_ids & set(r.request.episode.trace_ids))]
+        mine = self.lab.runner.model.requests_of(t.id for t in result.traces)
         agent = [r for r in mine if r.request.kind == "agent"]
         offered = dict(agent[0].request.tool_parameters) if agent else {}
         env_tools = [n for n in offered if n not in HARNESS_BUILTIN_TOOLS]
