@@ -38,6 +38,7 @@ from vfcheck._episodes.recorder import STAGES, TraceLog, TraceRecorder, stage_ti
 from vfcheck._episodes.runtime_fit import stand_in
 from vfcheck._episodes.task_loading import load_tasks
 from vfcheck._episodes.tiers import HarnessTier, RoleTier, role_tiers
+from vfcheck._host.library_import import import_verifiers
 from vfcheck._host.tool_servers import DeadToolServer, until_dead_server
 from vfcheck._model import (
     DEFAULT_BASE_URL,
@@ -146,7 +147,7 @@ def load_env(
     harness config (`FastChatConfig`, e.g. the fault probes' `max_retries`).
 
     Raises `EnvLoadError` with one line naming the env and the cause."""
-    import verifiers.v1 as vf
+    vf = import_verifiers()
 
     try:
         config = offline_env_config(env_id, env_args)

@@ -38,6 +38,7 @@ import traceback
 import types
 from typing import NoReturn
 
+from vfcheck._host.library_import import collector_paused
 from vfcheck._host.warm_plan import MAX_REQUEST, WarmRequest, exit_code
 
 PRELOAD = (
@@ -262,9 +263,9 @@ def _die_with_parent() -> None:
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
     _die_with_parent()
-    failed = preload()
-    gc.collect()
-    gc.freeze()  # the preloaded objects: no collection in a child touches (copies) their pages
+    with collector_paused():  # ~1.4 s of CPU less (`vfcheck._host.library_import`)
+        failed = preload()
+        gc.freeze()  # the preloaded objects: no collection in a child touches (copies) them
     threads = threading.active_count()
     ready: dict[str, object] = {"ready": threads == 1, "failed": failed, "pid": os.getpid()}
     if threads != 1:
