@@ -213,8 +213,7 @@ class EnvRunner:
         a check worker starts its own)."""
         prepare_process_env(paths, wheels=wheels)
         async with warm_starts_if(warm_starts):
-            import verifiers.v1 as vf
-
+            vf = import_verifiers()
             env, tiers = loaded if loaded is not None else load_env(
                 env_id, env_args, harness=harness, script_tools=script_tools,
                 real_model=base_url is not None, fast_settings=fast_settings)

@@ -127,14 +127,14 @@ class Worker:
 
         ctx = self.ctx
         plan_only = bool(self.spec.get("plan_only"))
+        with contextlib.suppress(ImportError):  # an older verifiers: the load says so
+            import_verifiers()  # the collector paused: ~1 s of CPU less (see its module)
         for early in REGISTRY.early:  # a usage error found before anything starts
             if (finding := await early(ctx)) is not None:
                 self.emit("ready", verifiers=verifiers.__version__,
                           python=sys.version.split()[0])
                 self.emit_finding(finding)
                 return
-        with contextlib.suppress(ImportError):  # an older verifiers: the load says so
-            import_verifiers()  # the collector paused: ~1 s of CPU less (see its module)
         async with ctx:
             for spec in self.selected:
                 if spec.prepare is not None and (spec.id, None) not in ctx.skip \
