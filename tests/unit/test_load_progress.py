@@ -96,7 +96,7 @@ def test_where_names_the_env_frame_the_load_thread_stands_in() -> None:
     assert progress.where() is None  # the thread ended
 
 
-def test_a_load_still_yielding_at_the_deadline_is_an_error_naming_the_timeout() -> None:
+def test_a_load_still_yielding_at_the_deadline_is_an_error_naming_the_load_timeout() -> None:
     clock = Clock()
     progress = loaded(clock, [0.5] * 101)
     clock.now += 0.2
@@ -106,8 +106,8 @@ def test_a_load_still_yielding_at_the_deadline_is_an_error_naming_the_timeout() 
         "env 'slow': loading ran out of time — load() was still yielding tasks: 101 in 50s, the "
         "last 0.2s before the deadline. A finite load slower than vfcheck's 60s deadline "
         "breaks no contract")
-    for named in ("--timeout S", "--vf-timeout S", "[tool.vfcheck] timeout = S",
-                  "INFINITE = True"):
+    for named in ("--load-timeout S", "--vf-load-timeout S",
+                  "[tool.vfcheck] load_timeout = S", "INFINITE = True"):
         assert named in finding.message
     assert "hanging" not in finding.message and "Contract" not in finding.message
     assert finding.details["load"]["yielded"] == 101
@@ -123,7 +123,7 @@ def test_a_load_that_yielded_nothing_at_the_deadline_fails_the_contract() -> Non
     assert finding.message.startswith(
         "env 'hang': loading did not finish within 60s: load() yielded no task in 59s "
         "(an infinite or hanging load()?). Contract: ")
-    assert "--timeout" not in finding.message
+    assert "--timeout" not in finding.message and "--load-timeout" not in finding.message
 
 
 def test_where_follows_a_coroutine_awaited_on_the_load_threads_own_loop() -> None:

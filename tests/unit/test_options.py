@@ -26,6 +26,7 @@ SAMPLES: dict[str, list[str]] = {
     "families": ["gold,noop"],
     "sample": ["1"],
     "timeout": ["2.5"],
+    "load_timeout": ["30"],
     "harness": ["env"],
     "script": ["script.toml"],
     "seed": ["7"],

@@ -161,3 +161,19 @@ def test_a_forgotten_registration_is_caught(tmp_path: Path) -> None:
         "vfcheck.checks._probes calls check() but is no family module (a module of "
         "vfcheck/checks/ without a leading `_`)",
     ]
+
+
+def test_the_load_timeout_sets_the_deadline_of_the_checks_that_load_the_env() -> None:
+    """`--load-timeout` replaces the longer of `--timeout` and the load's floor for the
+    checks whose work is loading the env (`load`, `determinism.load`), shorter or longer;
+    every other check keeps its `--timeout`-sized deadline."""
+    from vfcheck.checks._registry import DEADLINE_SLACK
+    from vfcheck.checks.load import LOAD_TIMEOUT
+
+    for loads in ("load", "determinism.load"):
+        spec = REGISTRY[loads]
+        assert spec.deadline(10) == spec.budget * LOAD_TIMEOUT + DEADLINE_SLACK
+        assert spec.deadline(10, 15) == spec.budget * 15 + DEADLINE_SLACK
+        assert spec.deadline(10, 300) == spec.budget * 300 + DEADLINE_SLACK
+    gold = REGISTRY["gold"]
+    assert gold.deadline(10, 300) == gold.deadline(10) == gold.budget * 10 + DEADLINE_SLACK

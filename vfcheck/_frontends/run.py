@@ -105,7 +105,8 @@ class CheckRun:
         lines = [
             f"vfcheck {__version__} · verifiers {verifiers_version()} · envs "
             f"{', '.join(self.env_ids)}{shard} · harness {o.harness} · seed "
-            f"{o.played_seed} · sample {o.sample} · timeout {o.timeout:g}s",
+            f"{o.played_seed} · sample {o.sample} · timeout {o.timeout:g}s"
+            + ("" if o.load_timeout is None else f" · load timeout {o.load_timeout:g}s"),
         ]
         lines += header_lines(o, {spec.family for spec in select(o.families)})
         return [*lines, f"rerun: {self.replay_command()}", self.capacity.line()]

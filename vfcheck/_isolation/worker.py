@@ -244,7 +244,7 @@ class Worker:
                       alone: bool = False) -> tuple[Finding, Attempt]:
         """One run of one unit, bounded by its deadline: its finding, and the deadlines its
         work hit (`vfcheck._host.attempts`)."""
-        deadline = spec.deadline(self.ctx.timeout)
+        deadline = spec.deadline(self.ctx.timeout, self.ctx.options.load_timeout)
         unit = (spec.id, None if task is None else task.data.idx)
         self.emit("start", check=spec.id, index=unit[1], deadline=deadline)
         attempt = Attempt(alone=alone)

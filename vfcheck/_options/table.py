@@ -64,6 +64,10 @@ OPTIONS: tuple[Option, ...] = (
            cli=("--sample",), pytest="--vf-sample", metavar="K", minimum=1),
     Option("timeout", "float", "timeout per check, seconds", default=60.0, key="timeout",
            cli=("--timeout",), pytest="--vf-timeout", metavar="S", above=0, unit="seconds"),
+    Option("load_timeout", "float", "deadline for loading the env (its import and "
+           "`load()`), seconds", default=None, shown_default="the longer of --timeout and 60",
+           key="load_timeout", cli=("--load-timeout",), pytest="--vf-load-timeout",
+           metavar="S", above=0, unit="seconds"),
     Option("harness", "choice", "harness tier: the env's own harness, or vfcheck's "
            "in-process chat loop where it applies", default="fast", key="harness",
            cli=("--harness",), pytest="--vf-harness", commands=("check", "run", "record"),

@@ -86,8 +86,9 @@ class CheckSpec:
     """The unit's deadline in multiples of the per-check timeout (a `gold` unit sets the
     task up, then validates, each bounded by the timeout; `preview` plays three episodes)."""
     min_timeout: float = 0.0
-    """A floor under the per-check timeout for this check's deadline (loading imports the
-    env's modules, which a loaded machine makes slow)."""
+    """A floor under the per-check timeout for this check's deadline, for a check whose
+    work is loading the env (its modules' import, which a machine under load makes slow):
+    `--load-timeout`, when given, replaces both."""
     extra_seconds: float = 0.0
     """Seconds added to the deadline whatever the timeout (a fixed settle time)."""
     blocked_by_setup: bool = True
@@ -107,9 +108,12 @@ class CheckSpec:
             return self.runs
         return {"env": (), "sample": EPISODE_STAGES, "task": ALL_STAGES}[self.scope]
 
-    def deadline(self, timeout: float) -> float:
-        return (self.budget * max(timeout, self.min_timeout) + self.extra_seconds
-                + DEADLINE_SLACK)
+    def deadline(self, timeout: float, load_timeout: float | None = None) -> float:
+        """Seconds this check's unit may take, at `--timeout` and `--load-timeout`."""
+        base = max(timeout, self.min_timeout)
+        if self.min_timeout and load_timeout is not None:
+            base = load_timeout
+        return self.budget * base + self.extra_seconds + DEADLINE_SLACK
 
     async def run(self, ctx: Any, task: Any) -> Finding:
         assert self.fn is not None, f"check {self.id!r} has no function"

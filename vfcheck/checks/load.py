@@ -31,6 +31,12 @@ LOAD_TIMEOUT = 60.0
 imports the env's modules, which a machine under load makes slow."""
 
 
+def load_deadline(timeout: float, load_timeout: float | None) -> float:
+    """Seconds loading may take: `--load-timeout` when given, else the longer of
+    `--timeout` and `LOAD_TIMEOUT`."""
+    return load_timeout if load_timeout is not None else max(timeout, LOAD_TIMEOUT)
+
+
 class LoadAborted(Exception):
     """The env's module or `load()` raised a `BaseException` that is no `Exception`
     (`sys.exit()`, a `KeyboardInterrupt` of its own): it would end any process loading it."""
@@ -92,8 +98,8 @@ def task_hashes(tasks: list[Any]) -> list[str]:
     fails_when="the id does not resolve to exactly one taskset, the module fails to import, "
     "`load()` raises or reaches the network (refused at once: no socket leaves the machine while "
     "a taskset loads), it yields no task, task keys repeat, or loading outlives its deadline "
-    "(the longer of --timeout and 60 s) with no task coming (a `load()` still yielding tasks "
-    "then is an `error` naming --timeout)",
+    "(--load-timeout, else the longer of --timeout and 60 s) with no task coming (a `load()` "
+    "still yielding tasks then is an `error` naming --load-timeout)",
     why="every other check, and every training run, starts from `load()`",
 )
 async def load(ctx: CheckContext, _: Any) -> Finding:
@@ -121,7 +127,7 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
         except BaseException as e:  # sys.exit() at import is the env's finding
             raise LoadAborted(aborted_by(e)) from e
 
-    budget = max(ctx.timeout, LOAD_TIMEOUT)
+    budget = load_deadline(ctx.timeout, ctx.options.load_timeout)
     contract = spec_of("load").contract
     try:
         env, tiers, tasks = await asyncio.wait_for(asyncio.to_thread(load_all), budget)
@@ -181,9 +187,9 @@ def out_of_time(env_id: str, budget: float, progress: LoadProgress) -> Finding:
             env_id, "error",
             f"env {env_id!r}: loading ran out of time — {observed}. A finite load slower "
             f"than vfcheck's {budget:g}s deadline breaks no contract, but vfcheck could not "
-            "check the env: give it more time with "
-            "--timeout S (pytest: --vf-timeout S; [tool.vfcheck] timeout = S; loading gets "
-            f"the longer of S and {LOAD_TIMEOUT:g}s). If load() never ends, declare "
+            "check the env: give it more time with --load-timeout S (pytest: "
+            "--vf-load-timeout S; [tool.vfcheck] load_timeout = S; without it, loading gets "
+            f"the longer of --timeout and {LOAD_TIMEOUT:g}s). If load() never ends, declare "
             "INFINITE = True: vfcheck then takes its first --sample tasks.",
             load=seen, ran_out=True)
     return load_finding(
@@ -246,7 +252,7 @@ async def rejected_env_args(ctx: CheckContext) -> Finding | None:
 
     try:
         error = await asyncio.wait_for(asyncio.to_thread(config_error),
-                                       max(ctx.timeout, LOAD_TIMEOUT))
+                                       load_deadline(ctx.timeout, ctx.options.load_timeout))
     except TimeoutError:
         return None
     rejected = None if error is None else rejected_args(ctx.env_id, args, error)
