@@ -1,7 +1,8 @@
 """verifiers is imported with the garbage collector paused, then frozen
-(`vfcheck._host.library_import`): no full collection runs during the import, the library's
-objects stay out of later collections, and the collector is on again after. The import
-itself is tests/integration/test_library_import.py's: no unit test imports verifiers."""
+(`vfcheck._host.library_import`): no full collection runs during the import (one after
+it), the library's objects stay out of later collections, and the collector is on again
+after. The import itself is tests/integration/test_library_import.py's: no unit test
+imports verifiers."""
 
 from __future__ import annotations
 
