@@ -36,15 +36,23 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def import_verifiers() -> Any:
-    """`verifiers.v1`, imported with the collector paused, then collected once and
-    frozen; the module as it is when this process imported it already."""
-    if (module := sys.modules.get("verifiers.v1")) is not None:
-        return module
+@contextlib.contextmanager
+def built_then_frozen() -> Iterator[None]:
+    """Build (import) inside with the collector paused; then collect once and freeze
+    what is left, so that no later collection scans it (nor, in a fork, copies it)."""
     with collector_paused():
         try:
-            import verifiers.v1 as vf
+            yield
         finally:
             gc.collect()
             gc.freeze()
+
+
+def import_verifiers() -> Any:
+    """`verifiers.v1`, imported in `built_then_frozen`; the module as it is when this
+    process imported it already."""
+    if (module := sys.modules.get("verifiers.v1")) is not None:
+        return module
+    with built_then_frozen():
+        import verifiers.v1 as vf
     return vf

@@ -62,7 +62,7 @@ class CheckOptions:
     """Accepted findings: fnmatch pattern -> the user's reason (`vfcheck._options.allow`)."""
     load_timeout: float | None = field(default_factory=default_of("load_timeout"))
     """The load's deadline; None: the longer of `timeout` and `LOAD_TIMEOUT`
-    (`vfcheck.checks.load.load_deadline`)."""
+    (`CheckSpec.timeout`)."""
     reward_max: float | None = field(default_factory=default_of("reward_max"))
     fuzz_examples: int = field(default_factory=default_of("fuzz_examples"))
     group_size: int = field(default_factory=default_of("group_size"))

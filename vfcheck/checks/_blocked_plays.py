@@ -25,28 +25,28 @@ class BlockedPlays:
 
     def __init__(self, reason: Callable[[Any], str | None]) -> None:
         self.reason = reason
-        self._seen: dict[tuple[int, int], list[Any]] = {}
+        self._seen: dict[tuple[int, int], tuple[Any, str, int]] = {}
+        """Per (task, runner): its first play that ended before the model, why, and how
+        many ended so."""
         self._played_through: set[tuple[int, int]] = set()
 
     def answer(self, index: int, runner: Any) -> Any:
         """The play that answers task `index`'s next play on `runner`, if one does."""
         key = (index, id(runner))
-        seen = self._seen.get(key, [])
-        if key in self._played_through or len(seen) < ALIKE:
-            return None
-        return seen[0]
+        first, _, count = self._seen.get(key, (None, "", 0))
+        return None if key in self._played_through or count < ALIKE else first
 
     def note(self, index: int, runner: Any, result: Any, model: Any) -> None:
         """Note how `result`, a play of task `index` on `runner`, ended; `model` is the
         scripted model that answered the run (None: never reuse)."""
         key = (index, id(runner))
         reason = self.reason(result)
-        seen = self._seen.setdefault(key, [])
+        first, why, count = self._seen.get(key, (result, reason, 0))
         asked = model is None or bool(model.requests_of(t.id for t in result.traces))
-        if reason is None or asked or (seen and self.reason(seen[0]) != reason):
+        if reason is None or asked or why != reason:
             self._played_through.add(key)
         else:
-            seen.append(result)
+            self._seen[key] = (first, why, count + 1)
 
     def forget(self, index: int) -> None:
         """Task `index` plays anew (a unit run again alone)."""

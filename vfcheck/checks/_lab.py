@@ -222,10 +222,8 @@ class EpisodeLab:
         (`vfcheck.checks._blocked_plays`): `soak` measures what each episode leaves, and
         those run env code too."""
         runner = runner or self.runner
-        if (blocked := self.not_served(task)) is not None:
-            return blocked
-        if not fresh and (same := self.blocked.answer(task.data.idx, runner)) is not None:
-            return same
+        if (unplayed := self.unplayed(task, runner, fresh)) is not None:
+            return unplayed
         async with QUEUE_CLOCK.slot(self._gate, FLOOR.shared(), line=self._line):
             return await self._played(task, policy, runner, fresh=fresh)
 
@@ -237,10 +235,8 @@ class EpisodeLab:
             if policy is not None:
                 self.router.assigned[trace.id] = policy
 
-        if (blocked := self.not_served(task)) is not None:
-            return blocked
-        if not fresh and (same := self.blocked.answer(task.data.idx, runner)) is not None:
-            return same
+        if (unplayed := self.unplayed(task, runner, fresh)) is not None:
+            return unplayed  # decided while this play waited for its slot
         result = noted(await runner.play(task, timeout=self.timeout, on_trace=assign))
         self.played += 1
         if result.dead_tool_server is not None:
@@ -297,6 +293,14 @@ class EpisodeLab:
         finally:
             if self._queued:  # asked for while the hold ended: another hold
                 self._alone_hold = asyncio.ensure_future(self._one_at_a_time())
+
+    def unplayed(self, task: Any, runner: Any, fresh: bool = False) -> Any:
+        """The result that stands for `task`'s next play on `runner` without playing it:
+        a dead tool server's (`not_served`), or, unless `fresh`, the first of its plays
+        that ended before the model (`BlockedPlays`); None: play it."""
+        if (blocked := self.not_served(task)) is not None:
+            return blocked
+        return None if fresh else self.blocked.answer(task.data.idx, runner)
 
     def not_served(self, task: Any) -> Any:
         """An unplayed `EpisodeResult` of `task` when one of its tool servers died unserved."""

@@ -108,12 +108,18 @@ class CheckSpec:
             return self.runs
         return {"env": (), "sample": EPISODE_STAGES, "task": ALL_STAGES}[self.scope]
 
+    def timeout(self, timeout: float, load_timeout: float | None = None) -> float:
+        """The timeout this check's work gets at `--timeout` and `--load-timeout`: the
+        load timeout for a check with a load floor (`min_timeout`) when given, else the
+        longer of the timeout and the floor."""
+        if self.min_timeout and load_timeout is not None:
+            return load_timeout
+        return max(timeout, self.min_timeout)
+
     def deadline(self, timeout: float, load_timeout: float | None = None) -> float:
         """Seconds this check's unit may take, at `--timeout` and `--load-timeout`."""
-        base = max(timeout, self.min_timeout)
-        if self.min_timeout and load_timeout is not None:
-            base = load_timeout
-        return self.budget * base + self.extra_seconds + DEADLINE_SLACK
+        return (self.budget * self.timeout(timeout, load_timeout) + self.extra_seconds
+                + DEADLINE_SLACK)
 
     async def run(self, ctx: Any, task: Any) -> Finding:
         assert self.fn is not None, f"check {self.id!r} has no function"

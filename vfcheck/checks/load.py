@@ -31,10 +31,9 @@ LOAD_TIMEOUT = 60.0
 imports the env's modules, which a machine under load makes slow."""
 
 
-def load_deadline(timeout: float, load_timeout: float | None) -> float:
-    """Seconds loading may take: `--load-timeout` when given, else the longer of
-    `--timeout` and `LOAD_TIMEOUT`."""
-    return load_timeout if load_timeout is not None else max(timeout, LOAD_TIMEOUT)
+def load_deadline(ctx: CheckContext) -> float:
+    """Seconds loading may take (`CheckSpec.timeout` of `load`)."""
+    return spec_of("load").timeout(ctx.timeout, ctx.options.load_timeout)
 
 
 class LoadAborted(Exception):
@@ -127,7 +126,7 @@ async def load(ctx: CheckContext, _: Any) -> Finding:
         except BaseException as e:  # sys.exit() at import is the env's finding
             raise LoadAborted(aborted_by(e)) from e
 
-    budget = load_deadline(ctx.timeout, ctx.options.load_timeout)
+    budget = load_deadline(ctx)
     contract = spec_of("load").contract
     try:
         env, tiers, tasks = await asyncio.wait_for(asyncio.to_thread(load_all), budget)
@@ -252,7 +251,7 @@ async def rejected_env_args(ctx: CheckContext) -> Finding | None:
 
     try:
         error = await asyncio.wait_for(asyncio.to_thread(config_error),
-                                       load_deadline(ctx.timeout, ctx.options.load_timeout))
+                                       load_deadline(ctx))
     except TimeoutError:
         return None
     rejected = None if error is None else rejected_args(ctx.env_id, args, error)
