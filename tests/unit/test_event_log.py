@@ -74,3 +74,24 @@ def test_the_timeline_holds_each_unit_and_the_workers_marks(tmp_path: Path) -> N
     write_junit(tmp_path / "r.xml", [report])
     cases = ET.parse(tmp_path / "r.xml").getroot().iter("testcase")
     assert [c.get("time") for c in cases] == ["1.000", "0.750"]
+
+
+def test_a_stopped_supervisor_whose_run_dir_is_gone_writes_nothing_and_raises_nothing(
+        tmp_path: Path) -> None:
+    """A second Ctrl-C: the front end stops each env's supervisor (waiting for it a while),
+    writes the reports and removes the run dir. A supervisor thread that outlived the wait
+    on a busy machine then ends with nothing to write its `final` to: no traceback (CI,
+    load 9: `FileNotFoundError` from the thread). While it runs, a missing run dir is
+    vfcheck's own failure and still raises."""
+    import pytest
+
+    from vfcheck._isolation.supervisor import EnvCheck
+    from vfcheck._options.resolved import CheckOptions
+
+    run_dir = tmp_path / "run"
+    check = EnvCheck("vfc-echo", CheckOptions(), run_dir, slots=threading.Semaphore(1))
+    with pytest.raises(FileNotFoundError):
+        check._emit("final")  # the run dir was never made: not stopped, so it raises
+    check._stop.set()
+    check._emit("final")
+    assert not run_dir.exists()

@@ -141,7 +141,15 @@ class EnvCheck:
         }
 
     def _emit(self, event: str, **data: Any) -> None:
-        append_event(self.path, {"event": event, "t": time.time(), **data})
+        try:
+            append_event(self.path, {"event": event, "t": time.time(), **data})
+        except FileNotFoundError:
+            if not self._stop.is_set():
+                raise
+            # stopped (a second Ctrl-C), and this thread outlived `stop`'s wait on a busy
+            # machine: the front end wrote its reports and removed the run dir, so nobody
+            # reads this log any more
+
 
     def _settle(self, unit: Unit, outcome: str, message: str, **details: Any) -> None:
         """Write a finding the worker could not: `message` follows `env '...', task ...: `."""
