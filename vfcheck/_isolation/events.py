@@ -198,7 +198,7 @@ class EventLog:
         at = event.get("t")
         if not isinstance(at, (int, float)):
             return
-        if kind in ("hello", "ready", "plan", "done"):
+        if kind in ("hello", "prepared", "imported", "ready", "plan", "done"):
             self.timeline["events"].setdefault(kind, at)
             if kind == "hello" and isinstance(event.get("spawned"), (int, float)):
                 self.timeline["events"].setdefault("spawned", event["spawned"])

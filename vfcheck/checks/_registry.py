@@ -94,10 +94,12 @@ class CheckSpec:
     blocked_by_setup: bool = True
     """A task-bound check that is skipped as blocked when the task's `setup` failed
     (verifiers runs `Task.setup` before every check and episode: same cause)."""
-    prepare: Callable[[Any], None] | None = field(default=None, compare=False,
-                                                          repr=False)
-    """Called when the worker starts, before `load`, for a check this run will run: work
-    that overlaps the env's load (`determinism.load` starts its other interpreter)."""
+    prepare: Callable[[Any], Awaitable[None] | None] | None = field(
+        default=None, compare=False, repr=False)
+    """Called when the worker starts, before it imports verifiers, for a check this run will
+    run: work that overlaps the worker's import and the env's load (`determinism.load` starts
+    its other interpreter). What it returns, if anything, is awaited before the import: that
+    the work has started (the import holds the event loop for seconds)."""
     runs: tuple[Stage, ...] | None = None
     """The stages of a task's env code this check runs (None: every episode stage for a
     `sample` check, every stage for a `task` check, none for an `env` check)."""
@@ -253,7 +255,8 @@ def family(name: str, *, summary: str, order: float = USER_ORDER) -> Family:
 def check(check_id: str, *, family: str, scope: Scope, contract: str, fails_when: str,
           why: str, phase: Phase = "run", budget: float = 2.0, min_timeout: float = 0.0,
           extra_seconds: float = 0.0, blocked_by_setup: bool = True,
-          prepare: Callable[[Any], None] | None = None, runs: tuple[Stage, ...] | None = None,
+          prepare: Callable[[Any], Awaitable[None] | None] | None = None,
+          runs: tuple[Stage, ...] | None = None,
           ) -> Callable[[CheckFn], CheckFn]:
     """Register the decorated `async def fn(ctx, task) -> Finding` as check `check_id`."""
 

@@ -4,6 +4,7 @@ same script gives the same normalised trace."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -48,19 +49,32 @@ def print_hashes(spec: dict[str, Any]) -> None:
     print(json.dumps(task_hashes(tasks)))
 
 
-async def hashes_in_fresh_interpreter(spec: dict[str, Any], hash_seed: int) -> list[str]:
-    """`Task.hash` of every task, loaded by another interpreter with `PYTHONHASHSEED`."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "vfcheck._isolation.worker", "--hashes",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONHASHSEED": str(hash_seed)},
-    )
+async def hashes_in_fresh_interpreter(spec: dict[str, Any], hash_seed: int,
+                                      handed: asyncio.Future[None] | None = None) -> list[str]:
+    """`Task.hash` of every task, loaded by another interpreter with `PYTHONHASHSEED`.
+    `handed` is set once the interpreter has its spec (or could not start): from then on it
+    loads on its own, whatever this process's event loop does."""
+    proc = None
     try:
-        out, err = await proc.communicate(json.dumps(spec).encode())
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "vfcheck._isolation.worker", "--hashes",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env={**os.environ, "PYTHONHASHSEED": str(hash_seed)},
+            )
+            assert proc.stdin is not None
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it died: below
+                proc.stdin.write(json.dumps(spec).encode())  # it reads it at once
+                await proc.stdin.drain()
+            proc.stdin.close()  # it reads its spec to the end before it imports anything
+        finally:
+            if handed is not None and not handed.done():
+                handed.set_result(None)
+        out, err = await proc.communicate()
     finally:
-        if proc.returncode is None:  # cancelled (the env did not load): don't leave it behind
-            proc.kill()
+        if proc is not None and proc.returncode is None:  # cancelled (the env did not load):
+            proc.kill()  # don't leave it behind
             await proc.wait()
     if proc.returncode != 0:
         tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
@@ -100,10 +114,14 @@ def hash_spec(ctx: CheckContext) -> dict[str, Any]:
     return {"env_id": ctx.env_id, "options": ctx.spec["options"]}
 
 
-def start_fresh_load(ctx: CheckContext) -> None:
-    """Start the other load now, so that its verifiers import overlaps the worker's."""
+def start_fresh_load(ctx: CheckContext) -> asyncio.Future[None]:
+    """Start the other load now, so that its verifiers import overlaps the worker's: the
+    future is done once that interpreter has its spec (the worker waits for it before its
+    own import, which holds the event loop)."""
+    handed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     ctx.extras["fresh_hashes"] = asyncio.ensure_future(
-        hashes_in_fresh_interpreter(hash_spec(ctx), FRESH_HASH_SEED))
+        hashes_in_fresh_interpreter(hash_spec(ctx), FRESH_HASH_SEED, handed))
+    return handed
 
 
 @check(
