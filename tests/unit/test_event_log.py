@@ -9,8 +9,12 @@ import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from vfcheck._frontends.report import write_junit
 from vfcheck._isolation.events import EventLog, append_event
+from vfcheck._isolation.supervisor import EnvCheck
+from vfcheck._options.resolved import CheckOptions
 from vfcheck._shared.findings import EnvReport, Finding, TaskId
 
 FINDINGS = 3000
@@ -83,11 +87,6 @@ def test_a_stopped_supervisor_whose_run_dir_is_gone_writes_nothing_and_raises_no
     on a busy machine then ends with nothing to write its `final` to: no traceback (CI,
     load 9: `FileNotFoundError` from the thread). While it runs, a missing run dir is
     vfcheck's own failure and still raises."""
-    import pytest
-
-    from vfcheck._isolation.supervisor import EnvCheck
-    from vfcheck._options.resolved import CheckOptions
-
     run_dir = tmp_path / "run"
     check = EnvCheck("vfc-echo", CheckOptions(), run_dir, slots=threading.Semaphore(1))
     with pytest.raises(FileNotFoundError):

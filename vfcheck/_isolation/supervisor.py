@@ -150,7 +150,6 @@ class EnvCheck:
             # machine: the front end wrote its reports and removed the run dir, so nobody
             # reads this log any more
 
-
     def _settle(self, unit: Unit, outcome: str, message: str, **details: Any) -> None:
         """Write a finding the worker could not: `message` follows `env '...', task ...: `."""
         check, index = unit

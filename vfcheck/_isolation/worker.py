@@ -138,7 +138,7 @@ class Worker:
         plan_only = bool(self.spec.get("plan_only"))
         # The core the import leaves idle takes one helper interpreter: the warm one if the
         # hint started it (a tool env's episodes wait for it), else the prepares' (measured:
-        # three at once made echo-tool-v1's check ~0.7 s slower)
+        # three at once made echo-tool-v1's check ~0.8 s slower)
         prepare_first = not plan_only and WARM.zygote is None
         async with ctx:  # its exit cancels what a prepare started
             if prepare_first:
