@@ -417,3 +417,20 @@ def test_a_runtime_that_starts_processes_another_way_fails_the_warm_start_contra
                         if dotted.endswith("SubprocessRuntime.run_background") else real(dotted))
     assert api._subprocess_starts() == (
         "SubprocessRuntime.run_background lacks start_new_session=True")
+
+
+def test_a_harness_program_started_another_way_fails_the_warm_start_contract(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Warm harness programs are `[interpreter, script]` as `prepare_uv_script` returns them
+    not activated: a verifiers that wraps them otherwise fails `vfcheck library`."""
+    from vfcheck._library import api
+
+    real = api._attr
+
+    async def prepare_uv_script(self, script, env=None, *, activate=True):
+        return ["sh", "-c", 'exec "$@"', "uv-script", "python", "script.py"]
+
+    monkeypatch.setattr(api, "_attr", lambda dotted: prepare_uv_script
+                        if dotted.endswith("Runtime.prepare_uv_script") else real(dotted))
+    assert api._subprocess_starts() == (
+        "Runtime.prepare_uv_script(activate=False) no longer returns [interpreter, path]")

@@ -132,3 +132,53 @@ def test_a_restarted_worker_adds_its_starts():
     both = merged_starts(merged_starts({}, first), {**first, "port_files": ["b"]})
     assert both == {"warm": 4, "cold": 2, "reasons": {"x": 2}, "seconds": {"warm": 2.0},
                     "zygote": "ready", "port_files": ["a", "b"]}
+
+
+def test_a_harness_program_in_another_interpreter_is_a_script_request(tmp_path):
+    """`python prog.py ...` with a Python named by its path (a uv script's interpreter):
+    a request for that interpreter's own zygote, whatever its start variables."""
+    program = tmp_path / "prog.py"
+    program.write_text("print(1)\n")
+    theirs = tmp_path / "venv" / "bin" / "python3.12"
+    theirs.parent.mkdir(parents=True)
+    theirs.symlink_to(PY)
+    request = decide([str(theirs), "prog.py", "--base-url=x"], cwd=tmp_path,
+                     env={"PYTHONPATH": "/other"})
+    assert isinstance(request, WarmRequest)
+    assert (request.kind, request.python, request.target, request.args) == (
+        "script", str(theirs), "prog.py", ["--base-url=x"])
+    assert request.argv == ["python", "prog.py", "--base-url=x"]
+    assert WarmRequest.decode(request.encode()) == request
+
+
+@pytest.mark.parametrize(("argv", "why"), [
+    (["python", "prog.py"], "not a python -m/-c command"),  # which python: not named by path
+    ([PY, "missing.py"], "not a python -m/-c command"),
+    ([PY, "-u", "prog.py"], "python -u, not -m/-c"),
+    (["/bin/sh", "prog.py"], "not a python -m/-c command"),
+])
+def test_a_script_start_needs_a_python_by_path_and_an_existing_file(tmp_path, argv, why):
+    (tmp_path / "prog.py").write_text("")
+    decision = decide(argv, cwd=tmp_path)
+    assert decision == why
+
+
+def test_a_script_start_keeps_the_other_rules(tmp_path):
+    (tmp_path / "prog.py").write_text("")
+    assert decide([PY, "prog.py"], cwd=tmp_path, start_new_session=False) == (
+        "not in a session of its own")
+    assert str(decide([PY, "prog.py"], cwd=tmp_path, preexec_fn=print)).startswith("preexec_fn=")
+
+
+def test_one_zygote_per_interpreter_script_and_environment(tmp_path):
+    from vfcheck._host.warm_plan import script_key
+
+    (tmp_path / "prog.py").write_text("")
+
+    def key(**env: str) -> str:
+        request = decide([PY, "prog.py", "--n=1"], cwd=tmp_path, env={"A": "1", **env})
+        assert isinstance(request, WarmRequest)
+        return script_key(request)
+
+    assert key() == key()
+    assert key() != key(B="2")

@@ -321,6 +321,7 @@ async def warm_starts_if(wanted: bool | None) -> AsyncIterator[None]:
     become_subreaper()
     WARM.reset()
     WARM.start()
+    WARM.allow_scripts()
     try:
         yield
     finally:

@@ -1,18 +1,24 @@
 """Which process starts may be warm, and the request that asks the zygote for one.
 
 Pure: no process is started here (`vfcheck._host.warm_starts` does that). A start is
-warm only when a fork of the zygote (`vfcheck._host.zygote`) is the same process a cold
-start would have been: this very Python running `-m MODULE` or `-c CODE` with no other
-interpreter flag, in a session of its own (as verifiers' subprocess runtime asks), with
-nothing that acts between fork and exec (`preexec_fn`, `pass_fds`, another user, a umask),
-and an environment that starts the interpreter as the zygote's did (`START_VARS`). Anything
-else starts cold, as it always has; `plan` says why in a few words.
+warm only when a fork of a zygote (`vfcheck._host.zygote`) is the same process a cold
+start would have been, in a session of its own (as verifiers' subprocess runtime asks), with
+nothing that acts between fork and exec (`preexec_fn`, `pass_fds`, another user, a umask):
+
+- this very Python running `-m MODULE` or `-c CODE` with no other interpreter flag, and an
+  environment that starts the interpreter as the tool servers' zygote's did (`START_VARS`);
+- or any Python, named by its path, running a script file (`python prog.py ...`: a harness
+  program in its uv environment), forked by a zygote of that interpreter started for that
+  script and exactly that environment (`script_key`).
+
+Anything else starts cold, as it always has; `plan` says why in a few words.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -29,24 +35,31 @@ CLEAN_KWARGS = {
     "close_fds": True, "restore_signals": True,
 }
 """`subprocess.Popen` arguments a warm start cannot honour unless they have these values."""
+PYTHON_NAME = re.compile(r"python(\d+(\.\d+)?)?")
+"""The file name of a Python interpreter (`python`, `python3`, `python3.12`)."""
 MAX_REQUEST = 1 << 20
 """Bytes a request may take on the zygote's socket (one datagram); a bigger one starts cold."""
 
 
 @dataclass(frozen=True)
 class WarmRequest:
-    """What the zygote's child becomes: `python -m target *args` (`kind` "module") or
-    `python -c target *args` ("code"), in `cwd`, with exactly `env`."""
+    """What the zygote's child becomes: `python -m target *args` (`kind` "module"),
+    `python -c target *args` ("code") or `python target *args` ("script", where `python`
+    is the interpreter asked for), in `cwd`, with exactly `env`."""
 
     kind: str
     target: str
     args: list[str]
     env: dict[str, str]
     cwd: str
+    python: str = ""
+    """The interpreter a script runs in (its path as asked); "" for this one's -m/-c."""
 
     @property
     def argv(self) -> list[str]:
         """The command line a cold start would have shown (`python -m x`)."""
+        if self.kind == "script":
+            return ["python", self.target, *self.args]
         return ["python", "-m" if self.kind == "module" else "-c", self.target, *self.args]
 
     def encode(self) -> bytes:
@@ -57,7 +70,8 @@ class WarmRequest:
         fields = json.loads(data)
         return cls(str(fields["kind"]), str(fields["target"]),
                    [str(a) for a in fields["args"]],
-                   {str(k): str(v) for k, v in fields["env"].items()}, str(fields["cwd"]))
+                   {str(k): str(v) for k, v in fields["env"].items()}, str(fields["cwd"]),
+                   str(fields.get("python") or ""))
 
 
 def start_vars(env: Mapping[str, str]) -> dict[str, str]:
@@ -70,18 +84,23 @@ def plan(argv: Sequence[Any], kwargs: Mapping[str, Any], *, executable: str,
          cwd: str) -> WarmRequest | str:
     """The warm request for a `Popen(argv, **kwargs)`, or why it must start cold.
 
-    `executable` is this Python (`sys.executable`), `zygote_env` the environment the zygote
-    started with, `environ` and `cwd` this process's (a start that names neither inherits
-    them)."""
+    `executable` is this Python (`sys.executable`), `zygote_env` the environment the tool
+    servers' zygote started with, `environ` and `cwd` this process's (a start that names
+    neither inherits them)."""
     words = [os.fsdecode(a) if isinstance(a, (str, bytes, os.PathLike)) else None
              for a in argv]
-    if len(words) < 3 or any(w is None for w in words):
+    if len(words) < 2 or any(w is None for w in words):
         return "not a python -m/-c command"
-    program, flag, target, *args = [str(w) for w in words]
-    if not same_interpreter(program, executable):
-        return "another program"
-    if flag not in ("-m", "-c"):
-        return f"python {flag}, not -m/-c"
+    program, first, *rest = [str(w) for w in words]
+    where = os.fsdecode(kwargs["cwd"]) if kwargs.get("cwd") is not None else cwd
+    script = is_script(program, first, where)
+    if not script:
+        if not rest:
+            return "not a python -m/-c command"
+        if not same_interpreter(program, executable):
+            return "another program"
+        if first not in ("-m", "-c"):
+            return f"python {first}, not -m/-c"
     if not kwargs.get("start_new_session"):
         return "not in a session of its own"
     for name, clean in CLEAN_KWARGS.items():
@@ -91,17 +110,39 @@ def plan(argv: Sequence[Any], kwargs: Mapping[str, Any], *, executable: str,
     env = dict(environ if kwargs.get("env") is None else kwargs["env"])
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         return "an environment of bytes"
-    if start_vars(env) != start_vars(zygote_env):
+    if not script and start_vars(env) != start_vars(zygote_env):
         differ = sorted(set(start_vars(env).items()) ^ set(start_vars(zygote_env).items()))
         return f"interpreter settings differ ({', '.join(sorted({k for k, _ in differ}))})"
-    where = os.fsdecode(kwargs["cwd"]) if kwargs.get("cwd") is not None else cwd
     if not os.path.isdir(where):
         return "its working directory does not exist"
-    request = WarmRequest("module" if flag == "-m" else "code", target, args, env,
-                          os.path.abspath(where))
+    if script:
+        request = WarmRequest("script", first, rest, env, os.path.abspath(where), program)
+    else:
+        request = WarmRequest("module" if first == "-m" else "code", rest[0], rest[1:], env,
+                              os.path.abspath(where))
     if len(request.encode()) > MAX_REQUEST:
         return "a request too big for the zygote's socket"
     return request
+
+
+def is_script(program: str, first: str, cwd: str) -> bool:
+    """Whether `program first ...` is a Python, named by its path, running the script file
+    `first` (relative to `cwd`) with no interpreter flag: a harness program's start."""
+    return (os.path.isabs(program) and PYTHON_NAME.fullmatch(os.path.basename(program))
+            is not None and os.path.isfile(program) and not first.startswith("-")
+            and os.path.isfile(os.path.join(cwd, first)))
+
+
+def script_key(request: WarmRequest) -> str:
+    """Which zygote forks a script request: one per interpreter, script and environment
+    (an import reads the environment it runs in: the zygote's must be the child's)."""
+    return json.dumps([request.python, os.path.join(request.cwd, request.target),
+                       sorted(request.env.items())])
+
+
+def script_key_prefix(request: WarmRequest) -> str:
+    """What the keys of every zygote of `request`'s interpreter and script start with."""
+    return json.dumps([request.python, os.path.join(request.cwd, request.target)])[:-1]
 
 
 def same_interpreter(program: str, executable: str) -> bool:

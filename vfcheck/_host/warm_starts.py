@@ -39,7 +39,7 @@ from typing import Any
 from vfcheck._host.port_files import PORT_FILES
 from vfcheck._host.processes import is_subreaper, kill_with_descendants, start_time
 from vfcheck._host.tool_servers import PORT_FILE_VAR, watch
-from vfcheck._host.warm_plan import WarmRequest, plan
+from vfcheck._host.warm_plan import WarmRequest, plan, script_key, script_key_prefix
 from vfcheck._host.zygote import TITLE_ROOM
 
 READY_WAIT = 300.0
@@ -48,6 +48,9 @@ REPLY_WAIT = 5.0
 """Seconds the zygote gets to fork one child (milliseconds normally). The asking process's
 event loop waits meanwhile, so this stays well below what the watchdog calls a blocked
 loop (`vfcheck._isolation.watchdog.MIN_STALL`); past it, the start is cold."""
+SCRIPT_ZYGOTES = 2
+"""Zygotes a harness program gets at most (one per environment it was started with); a
+program started with a new environment each time starts cold after these."""
 SERVING_WAIT = 60.0
 """Seconds a warm tool server gets to write its port file and listen before the start returns
 anyway (verifiers' own polling then goes on as for a cold one)."""
@@ -57,22 +60,52 @@ class ZygoteGone(OSError):
     """The zygote could not fork this child: it starts cold."""
 
 
-class Zygote:
-    """One zygote process, started with `env`, and the socket to it."""
+BOOT = """\
+import sys
+try:
+    import importlib.machinery, importlib.util
+    spec = importlib.machinery.PathFinder.find_spec("vfcheck", [sys.argv[3]])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["vfcheck"] = package
+    spec.loader.exec_module(package)
+    from vfcheck._host.zygote import main
+except BaseException as e:
+    import json, socket
+    why = {"why": f"vfcheck's zygote does not start here: {type(e).__name__}: {e}"}
+    socket.socket(fileno=int(sys.argv[1])).send(json.dumps(why).encode())
+    raise SystemExit(0)
+main(sys.argv[4])
+"""
+"""`python -c BOOT FD TITLE_ROOM ROOT SCRIPT`: a harness program's zygote, in the harness's
+own interpreter. vfcheck is loaded from ROOT (the folder that holds it) as one package, not
+by putting ROOT on `sys.path`: the script's imports must come from its own environment."""
 
-    def __init__(self, env: Mapping[str, str]) -> None:
+
+class Zygote:
+    """One zygote process, started with `env`, and the socket to it: the tool servers'
+    (this Python, `PRELOAD`), or with `python` and `script` a harness program's."""
+
+    def __init__(self, env: Mapping[str, str], python: str | None = None,
+                 script: str | None = None) -> None:
         self.env = dict(env)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
         self.lock = threading.Lock()
         self.ready = threading.Event()
         self.state: dict[str, Any] = {}
+        fd, room = str(theirs.fileno()), " " * TITLE_ROOM
+        if script is None:
+            argv = [sys.executable, "-m", "vfcheck._host.zygote", fd, room]
+        else:
+            root = str(Path(__file__).resolve().parents[2])  # the folder holding vfcheck
+            argv = [python or sys.executable, "-c", BOOT, fd, room, root, script]
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "vfcheck._host.zygote", str(theirs.fileno()),
-                 " " * TITLE_ROOM],
-                pass_fds=(theirs.fileno(),), env=self.env, stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL)
+                argv, pass_fds=(theirs.fileno(),), env=self.env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                # a harness program's imports may warn: nothing of the zygote's own is shown
+                stderr=None if script is None else subprocess.DEVNULL,
+                cwd=None if script is None else os.path.dirname(os.path.abspath(script)))
         finally:
             theirs.close()
         threading.Thread(target=self._await_ready, name="vfcheck-zygote", daemon=True).start()
@@ -139,6 +172,12 @@ class WarmStarts:
     children: dict[int, WarmChild] = field(default_factory=dict)
     timings: set[asyncio.Future[None]] = field(default_factory=set)
     """The tasks measuring cold tool servers (`time_cold`)."""
+    scripts_on: bool = False
+    """Whether harness programs may start warm (`allow_scripts`)."""
+    why_scripts_cold: str = "warm starts not set up in this process"
+    scripts: dict[str, Zygote] = field(default_factory=dict)
+    """The harness programs' zygotes, by `script_key`: each started at its script's first
+    start, which waits for its imports (the start would have made them itself)."""
 
     @property
     def on(self) -> bool:
@@ -157,26 +196,44 @@ class WarmStarts:
     def off(self, why_cold: str) -> None:
         """Cold starts only, still counted (the `starts:` line says how many)."""
         self.reset(why_cold)
+        self.scripts_on, self.why_scripts_cold = False, why_cold
         install()
 
     def start(self, env: Mapping[str, str] | None = None) -> None:
-        """Start the zygote with `env` (this process's environment when None), or say why
-        starts stay cold. The counts so far stay (`reset` forgets them)."""
+        """Start the tool servers' zygote with `env` (this process's environment when
+        None), or say why starts stay cold. The counts so far stay (`reset` forgets them)."""
         install()  # cold starts are counted too
-        if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
-            self.why_cold = "this platform has no fork or fd passing"
-        elif not is_subreaper():
-            self.why_cold = "this process cannot adopt forked children (no child subreaper)"
+        if why := cannot_adopt():
+            self.why_cold = why
         elif self.zygote is None:
             self.zygote = Zygote(os.environ if env is None else env)
             self.why_cold = ""
 
+    def allow_scripts(self) -> None:
+        """Let harness programs start warm from here on (a zygote per script, started at
+        its first start), or say why they stay cold."""
+        install()
+        why = cannot_adopt()
+        self.scripts_on, self.why_scripts_cold = not why, why
+
+    def drop_zygote(self, why_cold: str) -> None:
+        """Stop the tool servers' zygote only (the env turned out to have none)."""
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
+        self.why_cold = why_cold
+
     def close(self) -> None:
-        """Stop the zygote (its warm children live on, as this process's children)."""
+        """Stop the zygotes (their warm children live on, as this process's children)."""
         if self.zygote is not None:
             self.zygote.close()
             self.why_cold = "the warm interpreter was stopped"
             self.zygote = None
+        for zygote in self.scripts.values():
+            zygote.close()
+        self.scripts.clear()
+        if self.scripts_on:
+            self.scripts_on, self.why_scripts_cold = False, "the warm interpreter was stopped"
 
     async def usable_zygote(self) -> Zygote | None:
         zygote = self.zygote
@@ -187,6 +244,25 @@ class WarmStarts:
         if not zygote.usable:
             self.why_cold = f"the warm interpreter is not usable: {zygote.state.get('why')}"
             return None
+        return zygote
+
+    async def script_zygote(self, request: WarmRequest) -> Zygote | str:
+        """The zygote of `request`'s script (started by this first start), or why the
+        start is cold (that zygote failed: its script's other starts are cold too)."""
+        key = script_key(request)
+        zygote = self.scripts.get(key)
+        if zygote is None:
+            script = os.path.join(request.cwd, request.target)
+            same = [k for k in self.scripts if k.startswith(script_key_prefix(request))]
+            if len(same) >= SCRIPT_ZYGOTES:
+                return (f"its environment differed in {len(same)} earlier starts: "
+                        "a warm interpreter each would cost more than it saves")
+            zygote = self.scripts[key] = Zygote(request.env, request.python, script)
+        if not zygote.ready.is_set():
+            await asyncio.to_thread(zygote.ready.wait, READY_WAIT)
+        if not zygote.usable:
+            why = zygote.state.get("why")
+            return f"the harness program's warm interpreter is not usable: {why}"
         return zygote
 
     def summary(self) -> dict[str, Any]:
@@ -209,22 +285,23 @@ class WarmStarts:
         given = kwds.get("env") or {}
         if isinstance(given, Mapping) and (noted := given.get(PORT_FILE_VAR)):
             PORT_FILES.note(Path(noted))  # verifiers never removes it
-        zygote = self.zygote
-        decision: WarmRequest | str = self.why_cold or "warm starts are off"
-        if zygote is not None:
-            decision = plan([program, *args], kwds, executable=sys.executable,
-                            zygote_env=zygote.env, environ=os.environ, cwd=os.getcwd())
+        decision = self.decide(program, args, kwds)
         if isinstance(decision, WarmRequest):
-            usable = await self.usable_zygote()
-            if usable is None:
-                decision = self.why_cold
+            usable: Zygote | str | None
+            if decision.kind == "script":
+                usable = await self.script_zygote(decision)
+            else:
+                usable = await self.usable_zygote() or self.why_cold
+            if isinstance(usable, str):
+                decision = usable
             else:
                 holder = _PENDING.set([(usable, decision)])
                 try:
                     proc = await _ORIGINAL_EXEC(program, *args, **kwds)
                 except ZygoteGone as e:
-                    self.why_cold = f"the warm interpreter failed: {e}"
-                    decision = self.why_cold
+                    decision = f"the warm interpreter failed: {e}"
+                    if usable is self.zygote:
+                        self.why_cold = decision
                 else:
                     self.adopted(proc.pid, [program, *args], decision)
                     watch(proc, [program, *args], kwds)
@@ -250,6 +327,23 @@ class WarmStarts:
             timing.add_done_callback(self.timings.discard)
         return proc
 
+    def decide(self, program: Any, args: tuple[Any, ...],
+               kwds: dict[str, Any]) -> WarmRequest | str:
+        """The warm request for this start, or why it is cold: a tool server's needs the
+        tool servers' zygote, a harness program's needs `scripts_on`."""
+        zygote = self.zygote
+        if zygote is None and not self.scripts_on:
+            return self.why_cold or "warm starts are off"
+        decision = plan([program, *args], kwds, executable=sys.executable,
+                        zygote_env=zygote.env if zygote is not None else {},
+                        environ=os.environ, cwd=os.getcwd())
+        if isinstance(decision, WarmRequest):
+            if decision.kind == "script" and not self.scripts_on:
+                return self.why_scripts_cold or "warm starts are off"
+            if decision.kind != "script" and zygote is None:
+                return self.why_cold or "warm starts are off"
+        return decision
+
     def add_seconds(self, kind: str, started: float) -> None:
         self.seconds[kind] = self.seconds.get(kind, 0.0) + time.monotonic() - started
 
@@ -262,6 +356,15 @@ class WarmStarts:
         """Add the seconds a cold tool server took to write its port (measured only)."""
         if await port_of(proc, port_file, poll=0.05) is not None:
             self.add_seconds("cold", started)
+
+
+def cannot_adopt() -> str:
+    """Why this process cannot fork children through a zygote ("" if it can)."""
+    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        return "this platform has no fork or fd passing"
+    if not is_subreaper():
+        return "this process cannot adopt forked children (no child subreaper)"
+    return ""
 
 
 WARM = WarmStarts()

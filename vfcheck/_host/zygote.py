@@ -19,6 +19,11 @@ child's stdin, stdout and stderr, passed with SCM_RIGHTS), forks the process ask
 The zygote is single-threaded when it forks (it refuses to serve otherwise) and does
 nothing else; its socket guard (`child_sockets`, installed by the startup hook as in any
 child) is inherited by every fork. It dies with the process that started it.
+
+A harness program (`python prog.py ...` in its own uv environment) gets a zygote of its own,
+started by that interpreter for that script (`main(script)`, through `BOOT`): it imports what
+the script imports (`vfcheck._host.script_imports`) instead of `PRELOAD`, and its children
+run the script as `python prog.py` runs it.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import types
 from typing import NoReturn
 
 from vfcheck._host.library_import import built_then_frozen
+from vfcheck._host.script_imports import preload_script
 from vfcheck._host.warm_plan import MAX_REQUEST, WarmRequest, exit_code
 
 PRELOAD = (
@@ -150,6 +156,8 @@ def become(request: WarmRequest, fds: list[int], sock: socket.socket,
                 sys.path[0] = os.getcwd()
             sys.argv = ["-m", *request.args]
             run_module_as_main(request.target)
+        elif request.kind == "script":
+            run_script_as_main(request.target, request.args, main)
         else:
             if not sys.flags.safe_path:
                 sys.path[0] = ""
@@ -206,6 +214,22 @@ def run_module_as_main(name: str) -> None:
         runpy.run_module(name, run_name="__main__", alter_sys=True)
 
 
+def run_script_as_main(path: str, args: list[str], main: types.ModuleType) -> None:
+    """What `python path *args` runs: `sys.path[0]` the script's folder (links resolved),
+    `sys.argv` as given, `__file__` absolute, the file compiled under its own name."""
+    import importlib.machinery
+
+    full = os.path.abspath(path)
+    if not sys.flags.safe_path:
+        sys.path[0] = os.path.dirname(os.path.realpath(full))
+    sys.argv = [path, *args]
+    main.__dict__.update(__file__=full, __cached__=None,
+                         __loader__=importlib.machinery.SourceFileLoader("__main__", full))
+    with open(full, "rb") as f:
+        source = f.read()
+    exec(compile(source, full, "exec"), main.__dict__)
+
+
 def _finish(code: int = 0) -> int:
     """Join the non-daemon threads, run `atexit` and flush stdio, as interpreter exit does.
     A `sys.exit` during them changes the code."""
@@ -259,11 +283,12 @@ def _die_with_parent() -> None:
             ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def main() -> None:
+def main(script: str | None = None) -> None:
+    """Serve on the socket `sys.argv[1]`: the tool servers' zygote, or `script`'s."""
     sock = socket.socket(fileno=int(sys.argv[1]))
     _die_with_parent()
     with built_then_frozen():  # ~1 s of CPU less; no child's collection copies their pages
-        failed = preload()
+        failed = preload() if script is None else preload_script(script)
     threads = threading.active_count()
     ready: dict[str, object] = {"ready": threads == 1, "failed": failed, "pid": os.getpid()}
     if threads != 1:

@@ -225,8 +225,7 @@ class Worker:
         if tools:
             WARM.start(guarded_environ(os.environ, child_log_of(self.events)))
         elif WARM.zygote is not None:
-            WARM.close()
-            WARM.why_cold = NO_TOOL_SERVERS
+            WARM.drop_zygote(NO_TOOL_SERVERS)
 
     def end_warm_starts(self) -> None:
         """Stop the warm interpreter, remove the port files verifiers left for this worker's
@@ -432,6 +431,8 @@ async def main_async(spec: dict[str, Any]) -> None:
     become_subreaper()  # orphans of env code stay below the worker, in view
     WARM.off("warm starts are off (--cold-starts)" if worker.ctx.options.cold_starts
              else NO_TOOL_SERVERS)  # until `start_warm_starts`
+    if not worker.ctx.options.cold_starts:
+        WARM.allow_scripts()  # harness programs: a zygote each, at their first start
     if not worker.spec.get("plan_only"):
         worker.start_warm_starts_on_hint()
     try:

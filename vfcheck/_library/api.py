@@ -111,7 +111,8 @@ def _cancel_request() -> str | None:
 def _subprocess_starts() -> str | None:
     """What warm starts rely on (`vfcheck._host.warm_starts`): the subprocess runtime
     starts its processes through `asyncio.create_subprocess_exec` in sessions of their own,
-    and a tool server is `[sys.executable, "-m", module]` reporting its port in a file."""
+    a tool server is `[sys.executable, "-m", module]` reporting its port in a file, and a
+    harness program not activated is `[its uv environment's interpreter, the script]`."""
     runtime = "verifiers.v1.runtimes.subprocess:SubprocessRuntime"
     for method in ("run", "open_process", "run_background"):
         text = inspect.getsource(_attr(f"{runtime}.{method}"))  # type: ignore[arg-type]
@@ -124,6 +125,9 @@ def _subprocess_starts() -> str | None:
                    '"MCP_PORT_FILE"', '[python, "-c", _PROBE'):
         if needed not in launch:
             return f"serve_in_runtime no longer has `{needed}`"
+    uv_script = inspect.getsource(_attr("verifiers.v1.runtimes.base:Runtime.prepare_uv_script"))  # type: ignore[arg-type]
+    if "return [interpreter, path]" not in uv_script:
+        return "Runtime.prepare_uv_script(activate=False) no longer returns [interpreter, path]"
     return None
 
 
@@ -189,8 +193,9 @@ HOOKS: tuple[Hook, ...] = (
                             "timeout") or _cancel_request(),
          "served.cancel sends the CancelRequest and waits for the server's answer"),
     Hook("api.runtime.subprocess_starts",
-         "the subprocess runtime's asyncio.create_subprocess_exec(start_new_session=True) "
-         "and serve_in_runtime's `python -m module` tool servers with a port file",
+         "the subprocess runtime's asyncio.create_subprocess_exec(start_new_session=True), "
+         "serve_in_runtime's `python -m module` tool servers with a port file and "
+         "prepare_uv_script's `[interpreter, script]` harness programs",
          _subprocess_starts,
          "warm starts fork exactly these processes; started any other way they would "
          "silently start cold again"),
