@@ -482,6 +482,34 @@ class Bench:
             f"{env_id}: vfcheck check --checks setup,gold,noop / vf-validate", c, b, target="(info)"
         )
 
+    def env_tier(self, sdist: Path) -> None:
+        """An env-tier check (`--harness env`: verifiers' own chat program in its uv
+        environment, every episode) warm and with `--cold-starts`, beside vf-validate."""
+        env_id = "echo-v1"
+        print(f"\n## 2e. vfcheck check --harness env on {env_id}: warm / cold harness "
+              "programs", flush=True)
+        env = endpoint_env(sdist)
+        chk = [str(BIN / "vfcheck"), "check", env_id, "--path", str(sdist), "--harness", "env"]
+        reports: dict[str, list[Path]] = {"warm": [], "cold": []}
+
+        def check(kind: str, *extra: str) -> Callable[[int], tuple[list[str], dict, Path]]:
+            def argv(rep: int) -> tuple[list[str], dict, Path]:
+                out = self.fresh("envtier")
+                reports[kind].append(out / "report.json")
+                return [*chk, *extra, "--json", "report.json"], env, out
+            return argv
+
+        warm, cold, val = self.measure([("vfcheck check --harness env", check("warm")),
+                                        ("vfcheck check --harness env --cold-starts",
+                                         check("cold", "--cold-starts")),
+                                        ("vf-validate (subprocess runtime)",
+                                         self.validate_side(env_id, env))], self.args.repeat)
+        warm.ok_rc = cold.ok_rc = (0, 1)  # 1: findings failed (a finished check)
+        self.row(f"{env_id} --harness env: warm / cold harness programs", warm, cold,
+                 target="(info)", note=starts_of(reports["warm"]))
+        self.row(f"{env_id} --harness env: vfcheck check / vf-validate", warm, val,
+                 target="(info)")
+
     def phases(self) -> None:
         """Where the time of `vfcheck check vfc-echo` goes: one run per family subset
         (`load` always runs, so each subset's time includes it; `determinism` is both
@@ -1201,8 +1229,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--only",
-        default="idle,check,frontend,phases,probes,served,fuzz,scale,judge,run,scaling,thousand,"
-                "huge,spread,tools,endpoint",
+        default="idle,check,frontend,envtier,phases,probes,served,fuzz,scale,judge,run,scaling,"
+                "thousand,huge,spread,tools,endpoint",
         help="sections to run (comma-separated; default all)",
     )
     args = ap.parse_args(argv)
@@ -1231,13 +1259,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if "idle" in only:
             b.idle()
-        sd = b.sdist_fixtures() if only & {"check", "tools", "endpoint"} else None
+        sd = b.sdist_fixtures() if only & {"check", "envtier", "tools", "endpoint"} else None
         if "check" in only:
             b.check_vs_validate("vfc-echo", FIXTURES)
             if sd is not None:
                 b.check_vs_validate("echo-v1", sd)
         if "frontend" in only:
             b.front_ends()
+        if "envtier" in only and sd is not None:
+            b.env_tier(sd)
         if "phases" in only:
             b.phases()
         if "probes" in only:
