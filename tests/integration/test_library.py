@@ -434,3 +434,25 @@ def test_a_harness_program_started_another_way_fails_the_warm_start_contract(
                         if dotted.endswith("Runtime.prepare_uv_script") else real(dotted))
     assert api._subprocess_starts() == (
         "Runtime.prepare_uv_script(activate=False) no longer returns [interpreter, path]")
+
+
+def test_another_activating_shell_command_fails_the_warm_start_contract(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An activated harness program is warm only through the shell command vfcheck knows
+    (`warm_plan.ACTIVATE`): a verifiers that changes it fails `vfcheck library`."""
+    from vfcheck._library import api
+
+    real = api._attr
+
+    async def prepare_uv_script(self, script, env=None, *, activate=True):
+        interpreter, path = "python", "script.py"
+        if not activate:
+            return [interpreter, path]
+        command = 'export VIRTUAL_ENV="$1"; shift; exec "$@"'
+        return ["sh", "-c", command, "uv-script", "venv", interpreter, path]
+
+    monkeypatch.setattr(api, "_attr", lambda dotted: prepare_uv_script
+                        if dotted.endswith("Runtime.prepare_uv_script") else real(dotted))
+    assert api._subprocess_starts() == (
+        "Runtime.prepare_uv_script(activate=True) no longer runs the shell command vfcheck's "
+        "warm starts know (warm_plan.ACTIVATE)")

@@ -38,6 +38,8 @@ def main():
         "executable": sys.executable, "stdin": sys.stdin.read(),
         "only_here": only_here.WHERE,
         "psutil": importlib.util.find_spec("psutil") is not None,
+        "activated": [os.environ.get(k) for k in ("VIRTUAL_ENV", "PATH", "PWD",
+                                                  "UV_RUN_RECURSION_DEPTH")],
     }))
     print("to stderr", file=sys.stderr)
     if sys.argv[1:] == ["raise"]:
@@ -74,9 +76,10 @@ def scripts(tmp_path: Path):
     WARM.reset()
 
 
-async def play(python: str, script: Path, *args: str, cwd: Path) -> tuple[dict, str, int]:
+async def play(python: str, script: Path, *args: str, cwd: Path,
+               shell: tuple[str, ...] = ()) -> tuple[dict, str, int]:
     proc = await asyncio.create_subprocess_exec(
-        python, str(script), *args, env={**os.environ, "ASKED": "yes"}, cwd=cwd,
+        *shell, python, str(script), *args, env={**os.environ, "ASKED": "yes"}, cwd=cwd,
         start_new_session=True, stdin=PIPE, stdout=PIPE, stderr=PIPE)
     out, err = await proc.communicate(b"from stdin")
     assert proc.returncode is not None
@@ -107,6 +110,31 @@ async def test_a_warm_harness_program_is_what_a_cold_one_would_be(
     assert failed[2] == cold_failed[2] == 1
     assert failed[1] == cold_failed[1]  # the same traceback, no frame of the zygote's
     assert failed[1].endswith("ValueError: boom\n") and "zygote" not in failed[1]
+
+
+async def test_an_activated_harness_program_gets_the_environment_its_shell_gives(
+        scripts, harness_python: str, tmp_path: Path) -> None:
+    """verifiers' `prepare_uv_script(activate=True)` starts the program through a shell
+    that sets VIRTUAL_ENV, PATH and two uv variables, then execs it; warm, the child gets
+    what that shell gives (asked of the same shell), in each episode's own folder."""
+    from vfcheck._host.warm_plan import ACTIVATE
+
+    program = tmp_path / "prog.py"
+    program.write_text(PROGRAM)
+    venv = str(Path(harness_python).parent.parent)
+    shell = ("sh", "-c", ACTIVATE, "uv-script", venv)
+    folders = [tmp_path / f"episode-{i}" for i in range(2)]
+    for folder in folders:
+        folder.mkdir()
+    warm = [await play(harness_python, program, "arg", cwd=f, shell=shell) for f in folders]
+    assert WARM.counts == {"warm": 2}, (WARM.counts, WARM.reasons)
+    assert len(WARM.scripts) == 1  # PWD differs, the zygote is the same
+    WARM.off("cold, to compare")
+    cold = [await play(harness_python, program, "arg", cwd=f, shell=shell) for f in folders]
+    assert warm == cold
+    said = cold[0][0]
+    assert said["activated"][0] == venv and said["activated"][1].startswith(f"{venv}/bin:")
+    assert said["activated"][2:] == [str(folders[0]), "1"] and said["cwd"] == str(folders[0])
 
 
 async def test_another_environment_gets_a_zygote_of_its_own_up_to_two(

@@ -182,3 +182,33 @@ def test_one_zygote_per_interpreter_script_and_environment(tmp_path):
 
     assert key() == key()
     assert key() != key(B="2")
+
+
+def test_verifiers_activated_start_is_a_script_request_to_resolve(tmp_path):
+    """`prepare_uv_script(activate=True)`: a shell that sets four variables and execs the
+    interpreter; the request keeps the shell, to ask it for the environment it gives."""
+    from vfcheck._host.warm_plan import ACTIVATE
+
+    (tmp_path / "prog.py").write_text("")
+    shell = ["sh", "-c", ACTIVATE, "uv-script", "/venv"]
+    request = decide([*shell, PY, "prog.py", "--n=1"], cwd=tmp_path)
+    assert isinstance(request, WarmRequest)
+    assert (request.kind, request.python, request.target, request.args, request.activation) == (
+        "script", PY, "prog.py", ["--n=1"], shell)
+    assert "activation" not in request.encode().decode()  # resolved before it is sent
+    assert decide(["sh", "-c", ACTIVATE + " ", "uv-script", "/venv", PY, "prog.py"],
+                  cwd=tmp_path) == "another program"  # only the command vfcheck knows
+    assert decide([*shell, "/usr/bin/node", "prog.py"], cwd=tmp_path) == "another program"
+
+
+def test_the_working_directory_variables_stay_out_of_the_zygotes_key(tmp_path):
+    from vfcheck._host.warm_plan import script_key
+
+    (tmp_path / "prog.py").write_text("")
+
+    def key(pwd: str) -> str:
+        request = decide([PY, "prog.py"], cwd=tmp_path, env={"A": "1", "PWD": pwd})
+        assert isinstance(request, WarmRequest)
+        return script_key(request)
+
+    assert key("/work/episode-1") == key("/work/episode-2")

@@ -9,7 +9,9 @@ nothing that acts between fork and exec (`preexec_fn`, `pass_fds`, another user,
   environment that starts the interpreter as the tool servers' zygote's did (`START_VARS`);
 - or any Python, named by its path, running a script file (`python prog.py ...`: a harness
   program in its uv environment), forked by a zygote of that interpreter started for that
-  script and exactly that environment (`script_key`).
+  script and exactly that environment (`script_key`). verifiers' activated form of the same
+  start (`sh -c ACTIVATE uv-script VENV python prog.py ...`) is one too: the environment
+  that shell gives the interpreter is asked of the same shell (`WarmRequest.activation`).
 
 Anything else starts cold, as it always has; `plan` says why in a few words.
 """
@@ -20,7 +22,7 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 START_PREFIXES = ("PYTHON",)
@@ -37,6 +39,10 @@ CLEAN_KWARGS = {
 """`subprocess.Popen` arguments a warm start cannot honour unless they have these values."""
 PYTHON_NAME = re.compile(r"python(\d+(\.\d+)?)?")
 """The file name of a Python interpreter (`python`, `python3`, `python3.12`)."""
+ACTIVATE = ('export VIRTUAL_ENV="$1" PATH="${1}/bin:$HOME/.local/bin:$PATH" '
+            'UV_INSTALL_DIR="$HOME/.local/bin" UV_RUN_RECURSION_DEPTH=1; shift; exec "$@"')
+"""The shell command of verifiers' `Runtime.prepare_uv_script(activate=True)` (0.4.0): it
+sets four variables and execs the interpreter (`vfcheck library` checks the text)."""
 MAX_REQUEST = 1 << 20
 """Bytes a request may take on the zygote's socket (one datagram); a bigger one starts cold."""
 
@@ -54,6 +60,9 @@ class WarmRequest:
     cwd: str
     python: str = ""
     """The interpreter a script runs in (its path as asked); "" for this one's -m/-c."""
+    activation: list[str] = field(default_factory=list)
+    """`[sh, "-c", ACTIVATE, name, venv]` where the script was asked for through verifiers'
+    activating shell: `env` is then what that shell was given, not yet what it gives."""
 
     @property
     def argv(self) -> list[str]:
@@ -63,7 +72,9 @@ class WarmRequest:
         return ["python", "-m" if self.kind == "module" else "-c", self.target, *self.args]
 
     def encode(self) -> bytes:
-        return json.dumps(asdict(self)).encode()
+        fields = asdict(self)
+        fields.pop("activation")  # resolved before a request is sent
+        return json.dumps(fields).encode()
 
     @classmethod
     def decode(cls, data: bytes) -> WarmRequest:
@@ -93,7 +104,14 @@ def plan(argv: Sequence[Any], kwargs: Mapping[str, Any], *, executable: str,
         return "not a python -m/-c command"
     program, first, *rest = [str(w) for w in words]
     where = os.fsdecode(kwargs["cwd"]) if kwargs.get("cwd") is not None else cwd
+    activation: list[str] = []
+    if (os.path.basename(program) == "sh" and first == "-c" and rest[:1] == [ACTIVATE]
+            and len(rest) >= 5):
+        activation = [program, first, *rest[:3]]
+        program, first, *rest = rest[3:]
     script = is_script(program, first, where)
+    if activation and not script:
+        return "another program"
     if not script:
         if not rest:
             return "not a python -m/-c command"
@@ -116,7 +134,8 @@ def plan(argv: Sequence[Any], kwargs: Mapping[str, Any], *, executable: str,
     if not os.path.isdir(where):
         return "its working directory does not exist"
     if script:
-        request = WarmRequest("script", first, rest, env, os.path.abspath(where), program)
+        request = WarmRequest("script", first, rest, env, os.path.abspath(where), program,
+                              activation)
     else:
         request = WarmRequest("module" if first == "-m" else "code", rest[0], rest[1:], env,
                               os.path.abspath(where))
@@ -133,11 +152,18 @@ def is_script(program: str, first: str, cwd: str) -> bool:
             and os.path.isfile(os.path.join(cwd, first)))
 
 
+WORKDIR_VARS = frozenset({"PWD", "OLDPWD"})
+"""Variables a shell sets to the working directory (each episode's runtime has its own):
+they stay out of `script_key`, as the working directory does."""
+
+
 def script_key(request: WarmRequest) -> str:
     """Which zygote forks a script request: one per interpreter, script and environment
-    (an import reads the environment it runs in: the zygote's must be the child's)."""
+    (an import reads the environment it runs in: the zygote's must be the child's), the
+    working directory aside (`WORKDIR_VARS`)."""
     return json.dumps([request.python, os.path.join(request.cwd, request.target),
-                       sorted(request.env.items())])
+                       sorted((k, v) for k, v in request.env.items()
+                              if k not in WORKDIR_VARS)])
 
 
 def script_key_prefix(request: WarmRequest) -> str:

@@ -22,9 +22,11 @@ import asyncio
 import asyncio.subprocess
 import contextlib
 import contextvars
+import dataclasses
 import inspect
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -287,14 +289,11 @@ class WarmStarts:
             PORT_FILES.note(Path(noted))  # verifiers never removes it
         decision = self.decide(program, args, kwds)
         if isinstance(decision, WarmRequest):
-            usable: Zygote | str | None
-            if decision.kind == "script":
-                usable = await self.script_zygote(decision)
+            found = await self.zygote_for(decision)
+            if isinstance(found, str):
+                decision = found
             else:
-                usable = await self.usable_zygote() or self.why_cold
-            if isinstance(usable, str):
-                decision = usable
-            else:
+                decision, usable = found
                 holder = _PENDING.set([(usable, decision)])
                 try:
                     proc = await _ORIGINAL_EXEC(program, *args, **kwds)
@@ -303,7 +302,9 @@ class WarmStarts:
                     if usable is self.zygote:
                         self.why_cold = decision
                 else:
-                    self.adopted(proc.pid, [program, *args], decision)
+                    asked = ([decision.python, decision.target, *decision.args]
+                             if decision.kind == "script" else [program, *args])
+                    self.adopted(proc.pid, asked, decision)
                     watch(proc, [program, *args], kwds)
                     if port_file := decision.env.get(PORT_FILE_VAR):
                         try:
@@ -326,6 +327,20 @@ class WarmStarts:
             self.timings.add(timing)
             timing.add_done_callback(self.timings.discard)
         return proc
+
+    async def zygote_for(self, request: WarmRequest) -> tuple[WarmRequest, Zygote] | str:
+        """The request as the zygote gets it (an activated one with the environment its
+        shell gives) and the zygote that forks it; or why the start is cold."""
+        if request.activation:
+            resolved = await activated(request)
+            if isinstance(resolved, str):
+                return resolved
+            request = resolved
+        if request.kind == "script":
+            zygote = await self.script_zygote(request)
+        else:
+            zygote = await self.usable_zygote() or self.why_cold
+        return zygote if isinstance(zygote, str) else (request, zygote)
 
     def decide(self, program: Any, args: tuple[Any, ...],
                kwds: dict[str, Any]) -> WarmRequest | str:
@@ -356,6 +371,27 @@ class WarmStarts:
         """Add the seconds a cold tool server took to write its port (measured only)."""
         if await port_of(proc, port_file, poll=0.05) is not None:
             self.add_seconds("cold", started)
+
+
+async def activated(request: WarmRequest) -> WarmRequest | str:
+    """`request` with the environment verifiers' activating shell would give the interpreter,
+    asked of that same shell (it runs `env -0` where it would exec the interpreter); or why
+    it starts cold."""
+    printer = shutil.which("env")
+    if printer is None:
+        return "no env program to ask the activating shell"
+    proc = await _ORIGINAL_EXEC(*request.activation, printer, "-0", env=request.env,
+                                cwd=request.cwd, stdin=asyncio.subprocess.DEVNULL,
+                                stdout=asyncio.subprocess.PIPE,
+                                stderr=asyncio.subprocess.DEVNULL)
+    out, _ = await proc.communicate()
+    if proc.returncode != 0:
+        return f"the activating shell exited with {proc.returncode}"
+    env = dict(item.split("=", 1) for item in out.decode(errors="surrogateescape").split("\0")
+               if "=" in item)
+    if "_" in env:  # a shell that sets `_` sets it to the program it execs
+        env["_"] = request.python
+    return dataclasses.replace(request, env=env, activation=[])
 
 
 def cannot_adopt() -> str:

@@ -7,11 +7,14 @@ skips the lifecycle/preview checks that need it, with the same reason.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from vfcheck._host.warm_plan import ACTIVATE
 from vfcheck._library.clis import CliRuns
 from vfcheck._library.result import finding, verdict
 from vfcheck._library.source import module_constant, verifiers_root
@@ -128,6 +131,11 @@ def _subprocess_starts() -> str | None:
     uv_script = inspect.getsource(_attr("verifiers.v1.runtimes.base:Runtime.prepare_uv_script"))  # type: ignore[arg-type]
     if "return [interpreter, path]" not in uv_script:
         return "Runtime.prepare_uv_script(activate=False) no longer returns [interpreter, path]"
+    texts = {node.value for node in ast.walk(ast.parse(textwrap.dedent(uv_script)))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    if ACTIVATE not in texts:
+        return ("Runtime.prepare_uv_script(activate=True) no longer runs the shell command "
+                "vfcheck's warm starts know (warm_plan.ACTIVATE)")
     return None
 
 
@@ -195,7 +203,8 @@ HOOKS: tuple[Hook, ...] = (
     Hook("api.runtime.subprocess_starts",
          "the subprocess runtime's asyncio.create_subprocess_exec(start_new_session=True), "
          "serve_in_runtime's `python -m module` tool servers with a port file and "
-         "prepare_uv_script's `[interpreter, script]` harness programs",
+         "prepare_uv_script's harness programs: `[interpreter, script]`, or the activating "
+         "shell command vfcheck knows",
          _subprocess_starts,
          "warm starts fork exactly these processes; started any other way they would "
          "silently start cold again"),
