@@ -184,3 +184,19 @@ async def test_warm_and_cold_episodes_give_the_same_traces(
     assert played[True][1]["warm"] > 0, played[True][1]
     assert played[False][1]["warm"] == 0, played[False][1]
     assert views(played[True][0]) == views(played[False][0])
+
+
+@pytest.mark.parametrize(("env_id", "tools"), [("vfc-echo", False), ("vfc-tool", True)])
+async def test_a_runner_keeps_the_tool_servers_zygote_only_for_an_env_with_tools(
+        env_id, tools, fixtures_dir: Path) -> None:
+    """`vfcheck run` starts the tool servers' zygote on the env's hint (its source names a
+    toolset) and keeps it once loaded only if the env has tool servers: a chat env's would
+    only import verifiers beside the episodes."""
+    from vfcheck._episodes.runner import EnvRunner
+    from vfcheck._host.warm_starts import NO_TOOL_SERVERS
+
+    async with EnvRunner.open(env_id, paths=[str(fixtures_dir)], warm_starts=True):
+        assert (WARM.zygote is not None) is tools
+        assert WARM.scripts_on  # harness programs may start warm either way
+        if not tools:
+            assert WARM.why_cold == NO_TOOL_SERVERS

@@ -50,6 +50,8 @@ REPLY_WAIT = 5.0
 """Seconds the zygote gets to fork one child (milliseconds normally). The asking process's
 event loop waits meanwhile, so this stays well below what the watchdog calls a blocked
 loop (`vfcheck._isolation.watchdog.MIN_STALL`); past it, the start is cold."""
+NO_TOOL_SERVERS = "the env has no tool servers"
+"""Why tool servers' starts are cold where the loaded env has none (its zygote stopped)."""
 SCRIPT_ZYGOTES = 2
 """Zygotes a harness program gets at most (one per environment it was started with); a
 program started with a new environment each time starts cold after these."""

@@ -54,7 +54,7 @@ from vfcheck._host.offline_sockets import OFFLINE_SOCKETS, no_network
 from vfcheck._host.port_files import PORT_FILES
 from vfcheck._host.processes import become_subreaper
 from vfcheck._host.queue_clock import QUEUE_CLOCK
-from vfcheck._host.warm_starts import WARM
+from vfcheck._host.warm_starts import NO_TOOL_SERVERS, WARM
 from vfcheck._isolation.events import Stall, Unit, append_event
 from vfcheck._isolation.watchdog import CURRENT_UNIT, Watchdog, env_modules
 from vfcheck._options.allow import apply_allow
@@ -72,7 +72,6 @@ supervisor; past this, the worker goes on as if it had ended (vfcheck's own code
 QUEUED_EVERY = 1.0
 """Seconds between two `queued` events while episodes wait at the gate: the supervisor's
 hard deadlines move by what they say (`vfcheck._host.queue_clock`)."""
-NO_TOOL_SERVERS = "the env has no tool servers"
 UNIT_CONCURRENCY = 4
 """Task-scoped checks (setup, gold, noop) in flight at once; the episode-playing checks share
 the episode lab's gate instead (most of their time is waiting: timeouts, settles)."""
