@@ -408,31 +408,34 @@ def test_a_runtime_that_starts_processes_another_way_fails_the_warm_start_contra
     from vfcheck._library import api
 
     assert api._subprocess_starts() is None
-    real = api._attr
 
     async def run_background(self, argv, env, log):  # no session of its own
         return await asyncio.create_subprocess_exec(*argv, env=env)
 
-    monkeypatch.setattr(api, "_attr", lambda dotted: run_background
-                        if dotted.endswith("SubprocessRuntime.run_background") else real(dotted))
-    assert api._subprocess_starts() == (
+    assert starts_contract_with(monkeypatch, "SubprocessRuntime.run_background",
+                                run_background) == (
         "SubprocessRuntime.run_background lacks start_new_session=True")
+
+
+def starts_contract_with(monkeypatch: pytest.MonkeyPatch, name: str, replacement) -> str | None:
+    """`api.runtime.subprocess_starts`'s verdict where verifiers' `name` is `replacement`."""
+    from vfcheck._library import api
+
+    real = api._attr
+    monkeypatch.setattr(api, "_attr", lambda dotted: replacement
+                        if dotted.endswith(name) else real(dotted))
+    return api._subprocess_starts()
 
 
 def test_a_harness_program_started_another_way_fails_the_warm_start_contract(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Warm harness programs are `[interpreter, script]` as `prepare_uv_script` returns them
     not activated: a verifiers that wraps them otherwise fails `vfcheck library`."""
-    from vfcheck._library import api
-
-    real = api._attr
-
     async def prepare_uv_script(self, script, env=None, *, activate=True):
         return ["sh", "-c", 'exec "$@"', "uv-script", "python", "script.py"]
 
-    monkeypatch.setattr(api, "_attr", lambda dotted: prepare_uv_script
-                        if dotted.endswith("Runtime.prepare_uv_script") else real(dotted))
-    assert api._subprocess_starts() == (
+    assert starts_contract_with(monkeypatch, "Runtime.prepare_uv_script",
+                                prepare_uv_script) == (
         "Runtime.prepare_uv_script(activate=False) no longer returns [interpreter, path]")
 
 
@@ -440,10 +443,6 @@ def test_another_activating_shell_command_fails_the_warm_start_contract(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """An activated harness program is warm only through the shell command vfcheck knows
     (`warm_plan.ACTIVATE`): a verifiers that changes it fails `vfcheck library`."""
-    from vfcheck._library import api
-
-    real = api._attr
-
     async def prepare_uv_script(self, script, env=None, *, activate=True):
         interpreter, path = "python", "script.py"
         if not activate:
@@ -451,8 +450,7 @@ def test_another_activating_shell_command_fails_the_warm_start_contract(
         command = 'export VIRTUAL_ENV="$1"; shift; exec "$@"'
         return ["sh", "-c", command, "uv-script", "venv", interpreter, path]
 
-    monkeypatch.setattr(api, "_attr", lambda dotted: prepare_uv_script
-                        if dotted.endswith("Runtime.prepare_uv_script") else real(dotted))
-    assert api._subprocess_starts() == (
+    assert starts_contract_with(monkeypatch, "Runtime.prepare_uv_script",
+                                prepare_uv_script) == (
         "Runtime.prepare_uv_script(activate=True) no longer runs the shell command vfcheck's "
         "warm starts know (warm_plan.ACTIVATE)")

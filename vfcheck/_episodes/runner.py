@@ -37,7 +37,8 @@ from vfcheck._episodes.offline import (
 from vfcheck._episodes.recorder import STAGES, TraceLog, TraceRecorder, stage_times
 from vfcheck._episodes.runtime_fit import stand_in
 from vfcheck._episodes.task_loading import load_tasks
-from vfcheck._episodes.tiers import HarnessTier, RoleTier, offers_tools, role_tiers
+from vfcheck._episodes.tiers import HarnessTier, RoleTier, role_tiers
+from vfcheck._episodes.warm_scope import settle_tool_zygote, warm_starts_if
 from vfcheck._host.library_import import import_verifiers
 from vfcheck._host.tool_servers import DeadToolServer, until_dead_server
 from vfcheck._model import (
@@ -219,7 +220,7 @@ class EnvRunner:
                 env_id, env_args, harness=harness, script_tools=script_tools,
                 real_model=base_url is not None, fast_settings=fast_settings)
             if warm_starts:
-                tool_zygote_for(env)
+                settle_tool_zygote(env)
             mock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
             if base_url is None:
                 if model is None:
@@ -297,59 +298,6 @@ class EnvRunner:
             result.runner_error = problem
             raise HarnessDependencyError(problem, result)
         return result
-
-
-@contextlib.asynccontextmanager
-async def warm_starts_if(wanted: bool | None,
-                         tools_hinted: Callable[[], bool] = lambda: True
-                         ) -> AsyncIterator[None]:
-    """Warm starts in this process while the runner is open, if `wanted` and the kernel
-    lets it adopt the children (`vfcheck._host.warm_starts`); cold starts if not; None:
-    as this process set them (the check worker starts them for an env with tools, and
-    removes the port files). The tool servers' zygote starts before the load where
-    `tools_hinted()` (the env's source names a toolset), so that it imports beside the
-    load; `tool_zygote_for` settles it once the env is loaded. At the end, the port files
-    of its tool servers go (`vfcheck._host.port_files`)."""
-    from vfcheck._host.processes import become_subreaper
-    from vfcheck._host.warm_starts import WARM
-
-    if wanted is None:
-        yield
-        return
-    from vfcheck._host.port_files import PORT_FILES
-
-    if not wanted:
-        WARM.off("warm starts are off (--cold-starts)")
-        try:
-            yield
-        finally:
-            PORT_FILES.remove()  # verifiers never removes its tool servers' port files
-        return
-    become_subreaper()
-    WARM.reset()
-    if tools_hinted():
-        WARM.start()
-    WARM.allow_scripts()
-    try:
-        yield
-    finally:
-        WARM.close()
-        PORT_FILES.remove()
-
-
-def tool_zygote_for(env: Any) -> None:
-    """Once `env` is loaded: the tool servers' zygote runs if it has tool servers (a chat
-    env's would only pay for its imports)."""
-    from vfcheck._host.warm_starts import NO_TOOL_SERVERS, WARM
-
-    try:
-        tools = offers_tools(env)
-    except Exception:  # noqa: BLE001 - env code's toolsets(): the episodes will say
-        tools = True
-    if tools:
-        WARM.start()
-    else:
-        WARM.drop_zygote(NO_TOOL_SERVERS)
 
 
 def episode_stage(traces: Sequence[Any]) -> str:

@@ -157,18 +157,12 @@ WORKDIR_VARS = frozenset({"PWD", "OLDPWD"})
 they stay out of `script_key`, as the working directory does."""
 
 
-def script_key(request: WarmRequest) -> str:
+def script_key(request: WarmRequest) -> tuple[str, str, tuple[tuple[str, str], ...]]:
     """Which zygote forks a script request: one per interpreter, script and environment
     (an import reads the environment it runs in: the zygote's must be the child's), the
     working directory aside (`WORKDIR_VARS`)."""
-    return json.dumps([request.python, os.path.join(request.cwd, request.target),
-                       sorted((k, v) for k, v in request.env.items()
-                              if k not in WORKDIR_VARS)])
-
-
-def script_key_prefix(request: WarmRequest) -> str:
-    """What the keys of every zygote of `request`'s interpreter and script start with."""
-    return json.dumps([request.python, os.path.join(request.cwd, request.target)])[:-1]
+    return (request.python, os.path.join(request.cwd, request.target),
+            tuple(sorted((k, v) for k, v in request.env.items() if k not in WORKDIR_VARS)))
 
 
 def same_interpreter(program: str, executable: str) -> bool:

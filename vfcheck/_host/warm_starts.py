@@ -41,7 +41,7 @@ from typing import Any
 from vfcheck._host.port_files import PORT_FILES
 from vfcheck._host.processes import is_subreaper, kill_with_descendants, start_time
 from vfcheck._host.tool_servers import PORT_FILE_VAR, watch
-from vfcheck._host.warm_plan import WarmRequest, plan, script_key, script_key_prefix
+from vfcheck._host.warm_plan import WarmRequest, plan, script_key
 from vfcheck._host.zygote import TITLE_ROOM
 
 READY_WAIT = 300.0
@@ -179,7 +179,8 @@ class WarmStarts:
     scripts_on: bool = False
     """Whether harness programs may start warm (`allow_scripts`)."""
     why_scripts_cold: str = "warm starts not set up in this process"
-    scripts: dict[str, Zygote] = field(default_factory=dict)
+    scripts: dict[tuple[str, str, tuple[tuple[str, str], ...]], Zygote] = field(
+        default_factory=dict)
     """The harness programs' zygotes, by `script_key`: each started at its script's first
     start, which waits for its imports (the start would have made them itself)."""
 
@@ -256,12 +257,11 @@ class WarmStarts:
         key = script_key(request)
         zygote = self.scripts.get(key)
         if zygote is None:
-            script = os.path.join(request.cwd, request.target)
-            same = [k for k in self.scripts if k.startswith(script_key_prefix(request))]
+            same = [k for k in self.scripts if k[:2] == key[:2]]  # interpreter and script
             if len(same) >= SCRIPT_ZYGOTES:
                 return (f"its environment differed in {len(same)} earlier starts: "
                         "a warm interpreter each would cost more than it saves")
-            zygote = self.scripts[key] = Zygote(request.env, request.python, script)
+            zygote = self.scripts[key] = Zygote(request.env, request.python, key[1])
         if not zygote.ready.is_set():
             await asyncio.to_thread(zygote.ready.wait, READY_WAIT)
         if not zygote.usable:

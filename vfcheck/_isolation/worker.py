@@ -213,18 +213,11 @@ class Worker:
         """Start the warm interpreter if the env has tool servers (a chat env forks nothing:
         it would only pay for the imports), with the environment they will get once
         `guard_children` ran; stop one the hint started for an env without tool servers."""
-        from vfcheck._episodes.tiers import offers_tools
+        from vfcheck._episodes.warm_scope import settle_tool_zygote
 
-        if self.ctx.options.cold_starts:
-            return
-        try:
-            tools = offers_tools(self.ctx.env)
-        except Exception:  # noqa: BLE001 - env code's toolsets(): the episodes will say
-            tools = any(t.tools for t in self.ctx.tiers)
-        if tools:
-            WARM.start(guarded_environ(os.environ, child_log_of(self.events)))
-        elif WARM.zygote is not None:
-            WARM.drop_zygote(NO_TOOL_SERVERS)
+        if not self.ctx.options.cold_starts:
+            settle_tool_zygote(self.ctx.env, guarded_environ(os.environ, child_log_of(self.events)),
+                               unsure=any(t.tools for t in self.ctx.tiers))
 
     def end_warm_starts(self) -> None:
         """Stop the warm interpreter, remove the port files verifiers left for this worker's
